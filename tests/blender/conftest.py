@@ -1,0 +1,44 @@
+"""Real Blender (bpy 5.0.1) tests, headless.
+
+BLENDER_USER_RESOURCES points to a temporary directory before bpy is imported, so nothing
+is written to the user's Blender configuration. The add-on is imported from this checkout
+as the package ``geometry_queries`` (through a symlink, whatever the checkout's folder is
+called) and registered once per session; every test starts from empty factory settings.
+"""
+import os
+import sys
+import tempfile
+
+if "bpy" not in sys.modules:
+    os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="gq-blender-user-")
+
+import bpy  # noqa: E402  (must come after BLENDER_USER_RESOURCES is set)
+import pytest  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def import_addon():
+    """The add-on package from this checkout, imported as ``geometry_queries``."""
+    if "geometry_queries" in sys.modules:
+        return sys.modules["geometry_queries"]
+    link_dir = tempfile.mkdtemp(prefix="gq-addon-")
+    os.symlink(ROOT, os.path.join(link_dir, "geometry_queries"))
+    sys.path.insert(0, link_dir)
+    import geometry_queries
+
+    return geometry_queries
+
+
+@pytest.fixture(scope="session")
+def addon():
+    module = import_addon()
+    module.register()
+    yield module
+    module.unregister()
+
+
+@pytest.fixture
+def empty_scene(addon):
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    yield bpy.context.scene

@@ -1,0 +1,16 @@
+"""Shared test set-up: the repository root is importable (``import core``), and under CI a
+skipped test is a failure (a skipped Blender test would hide a broken install)."""
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = len(reporter.stats.get("skipped", [])) if reporter else 0
+    if os.environ.get("CI") and skipped and exitstatus == 0:
+        reporter.write_line(f"CI: {skipped} test(s) skipped; skipped tests fail under CI", red=True)
+        session.exitstatus = 1
