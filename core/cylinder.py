@@ -69,7 +69,8 @@ class Cylinder:
 
         enter = np.maximum(side_enter, slab_enter)
         leave = np.minimum(side_leave, slab_leave)
-        distance = first_entry(enter, leave, side_valid & slab_valid & (enter <= leave))
+        inside = (radial_gap <= self.radius) & (z0 >= 0.0) & (z0 <= self.height)
+        distance = first_entry(enter, leave, side_valid & slab_valid & (enter <= leave), inside)
 
         finite = np.where(np.isfinite(distance), distance, 0.0)
         radial_hit = radial_origin + finite[:, None] * radial_direction

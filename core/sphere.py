@@ -33,9 +33,14 @@ def line_ball_interval(offset: np.ndarray, direction: np.ndarray, radius):
     return closest_t - half_chord, closest_t + half_chord, valid
 
 
-def first_entry(enter, leave, valid):
-    """Distance of the first point of [enter, leave] at or after 0, inf where none."""
-    return np.where(valid & (leave >= 0.0), np.maximum(enter, 0.0), np.inf)
+def first_entry(enter, leave, valid, origin_inside):
+    """Distance of the first point of [enter, leave] at or after 0, inf where none.
+
+    ``origin_inside`` (the origin tested directly against the solid's inequalities) wins
+    over the interval, whose end points carry rounding: an origin on the surface is a hit
+    at 0 in every direction."""
+    entry = np.where(valid & (leave >= 0.0), np.maximum(enter, 0.0), np.inf)
+    return np.where(origin_inside, 0.0, entry)
 
 
 class Sphere:
@@ -52,15 +57,18 @@ class Sphere:
     def _intersect(self, origins, directions, max_distance):
         offset = origins - self.center
         enter, leave, valid = line_ball_interval(offset, directions, self.radius)
-        distance = first_entry(enter, leave, valid)
+        inside = np.einsum("ij,ij->i", offset, offset) <= self.radius * self.radius
+        distance = first_entry(enter, leave, valid, inside)
         finite = np.where(np.isfinite(distance), distance, 0.0)
         normal = (offset + finite[:, None] * directions) / self.radius
         return distance, normal
 
     def _sphere_cast(self, starts, directions, lengths, radius):
         offset = starts - self.center
-        enter, leave, valid = line_ball_interval(offset, directions, self.radius + radius)
-        distance = first_entry(enter, leave, valid)
+        reach = self.radius + radius
+        enter, leave, valid = line_ball_interval(offset, directions, reach)
+        overlap = np.einsum("ij,ij->i", offset, offset) <= reach * reach
+        distance = first_entry(enter, leave, valid, overlap)
         finite = np.where(np.isfinite(distance), distance, 0.0)
         center = starts + finite[:, None] * directions
         # From the target toward the moving centre; when the cast starts at the target's

@@ -1,0 +1,101 @@
+"""Independent references for the analytic queries, evaluated with mpmath at 50 digits.
+
+They enumerate candidate roots (sphere: the quadratic |o + t d - c|^2 = r^2 in its textbook
+form; cylinder: side roots and both cap planes, each kept only if the point satisfies the
+other constraint) rather than reusing core's interval formulation.
+"""
+import mpmath as mp
+import numpy as np
+
+mp.mp.dps = 50
+SLACK = mp.mpf("1e-30")
+
+
+def _vec(values):
+    return [mp.mpf(float(v)) for v in values]
+
+
+def _dot(a, b):
+    return sum(x * y for x, y in zip(a, b))
+
+
+def _unit(v):
+    length = mp.sqrt(_dot(v, v))
+    return [x / length for x in v]
+
+
+def ray_sphere(origin, direction, center, radius):
+    """(distance, point, normal) as mpf lists, or None for a miss (any dimension)."""
+    o, d, c, r = _vec(origin), _unit(_vec(direction)), _vec(center), mp.mpf(float(radius))
+    m = [a - b for a, b in zip(o, c)]
+    if _dot(m, m) <= r * r:
+        return mp.mpf(0), o, [-x for x in d]
+    b = 2 * _dot(m, d)
+    cc = _dot(m, m) - r * r
+    disc = b * b - 4 * cc
+    if disc < 0:
+        return None
+    roots = sorted([(-b - mp.sqrt(disc)) / 2, (-b + mp.sqrt(disc)) / 2])
+    t = next((t for t in roots if t >= 0), None)
+    if t is None:
+        return None
+    point = [a + t * b_ for a, b_ in zip(o, d)]
+    normal = [(p - q) / r for p, q in zip(point, c)]
+    return t, point, normal
+
+
+def ray_cylinder(origin, direction, p0, p1, radius):
+    """(distance, point, normal) for a solid capped cylinder, or None."""
+    o, d = _vec(origin), _unit(_vec(direction))
+    a0, a1, r = _vec(p0), _vec(p1), mp.mpf(float(radius))
+    axis = [y - x for x, y in zip(a0, a1)]
+    h = mp.sqrt(_dot(axis, axis))
+    w = [x / h for x in axis]
+
+    def height(p):
+        return _dot([x - y for x, y in zip(p, a0)], w)
+
+    def radial(p):
+        rel = [x - y for x, y in zip(p, a0)]
+        z = _dot(rel, w)
+        return [x - z * y for x, y in zip(rel, w)]
+
+    def inside(p):
+        q = radial(p)
+        z = height(p)
+        return _dot(q, q) <= r * r * (1 + SLACK) and -SLACK <= z <= h * (1 + SLACK)
+
+    if inside(o):
+        return mp.mpf(0), o, [-x for x in d]
+    candidates = []
+    # Side: |q(o) + t q(d)|^2 = r^2 with q the radial projection (linear in its argument).
+    qo = radial(o)
+    qd = [x - _dot(d, w) * y for x, y in zip(d, w)]
+    A, B, C = _dot(qd, qd), 2 * _dot(qo, qd), _dot(qo, qo) - r * r
+    if A > 0:
+        disc = B * B - 4 * A * C
+        if disc >= 0:
+            for t in ((-B - mp.sqrt(disc)) / (2 * A), (-B + mp.sqrt(disc)) / (2 * A)):
+                p = [x + t * y for x, y in zip(o, d)]
+                if t >= 0 and -SLACK <= height(p) <= h * (1 + SLACK):
+                    q = radial(p)
+                    n = [x / mp.sqrt(_dot(q, q)) for x in q]
+                    candidates.append((t, p, n))
+    dz = _dot(d, w)
+    if dz != 0:
+        for plane, normal in ((0, [-x for x in w]), (h, w)):
+            t = (plane - height(o)) / dz
+            p = [x + t * y for x, y in zip(o, d)]
+            q = radial(p)
+            if t >= 0 and _dot(q, q) <= r * r * (1 + SLACK):
+                candidates.append((t, p, normal))
+    if not candidates:
+        return None
+    return min(candidates, key=lambda c: c[0])
+
+
+def as_float(result):
+    if result is None:
+        return None
+    t, p, n = result
+    return float(t), np.array([float(x) for x in p]), np.array([float(x) for x in n])
