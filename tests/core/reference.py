@@ -99,3 +99,35 @@ def as_float(result):
         return None
     t, p, n = result
     return float(t), np.array([float(x) for x in p]), np.array([float(x) for x in n])
+
+
+def sphere_cast_sphere(start, end, cast_radius, center, radius):
+    """(distance, contact centre, contact point, normal) for a sphere swept from start to
+    end against a sphere, or None: the first s in [0, |end - start|] with
+    |start + s u - center| = radius + cast_radius, solved as a plain quadratic."""
+    a, b, c = _vec(start), _vec(end), _vec(center)
+    r_cast, r_target = mp.mpf(float(cast_radius)), mp.mpf(float(radius))
+    reach = r_cast + r_target
+    m = [x - y for x, y in zip(a, c)]
+    segment = [y - x for x, y in zip(a, b)]
+    length = mp.sqrt(_dot(segment, segment))
+
+    def contact(s, moving):
+        toward = [x - y for x, y in zip(moving, c)]
+        n = _unit(toward)
+        return s, moving, [x + r_target * y for x, y in zip(c, n)], n
+
+    if _dot(m, m) <= reach * reach:
+        return contact(mp.mpf(0), a)
+    if length == 0:
+        return None
+    u = [x / length for x in segment]
+    bq = 2 * _dot(m, u)
+    cq = _dot(m, m) - reach * reach
+    disc = bq * bq - 4 * cq
+    if disc < 0:
+        return None
+    s = (-bq - mp.sqrt(disc)) / 2
+    if s < 0 or s > length:
+        return None
+    return contact(s, [x + s * y for x, y in zip(a, u)])
