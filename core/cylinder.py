@@ -17,6 +17,7 @@ import numpy as np
 
 from .shapes import as_point, as_positive
 from .sphere import first_entry, line_ball_interval
+from .vectors import add_scaled, dot, signed_infinity
 
 
 class Cylinder:
@@ -37,46 +38,47 @@ class Cylinder:
     def __repr__(self):
         return f"Cylinder(p0={self.p0.tolist()}, p1={self.p1.tolist()}, radius={self.radius})"
 
-    def _intersect(self, origins, directions, max_distance):
+    def _intersect_components(self, origin, direction, max_distance):
         w = self.axis
-        relative = origins - self.p0
-        z0 = relative @ w
-        dz = directions @ w
-        radial_origin = relative - z0[:, None] * w
-        radial_direction = directions - dz[:, None] * w
+        relative = [o - p for o, p in zip(origin, self.p0)]
+        z0 = dot(relative, w)
+        dz = dot(direction, w)
+        radial_origin = add_scaled(relative, -z0, w)
+        radial_direction = add_scaled(direction, -dz, w)
 
-        # Infinite cylinder: a 2D ray-circle problem in the radial plane, with a
-        # non-unit radial direction (length a), so distances are divided by a.
-        a = np.sqrt(np.einsum("ij,ij->i", radial_direction, radial_direction))
+        # Infinite cylinder: a 2D ray-circle problem in the radial plane. The radial
+        # direction has length a < 1, so distances along it are divided by a. A ray
+        # parallel to the axis (a = 0) is inside for all t or never: the clamped a keeps
+        # the arithmetic finite and the interval is then widened to (-inf, inf).
+        a = np.sqrt(dot(radial_direction, radial_direction))
         along_axis = a == 0.0
-        scale = np.where(along_axis, 1.0, a)
+        a = np.maximum(a, 1e-300)
         side_enter, side_leave, side_valid = line_ball_interval(
-            radial_origin, radial_direction / scale[:, None], self.radius)
-        side_enter = np.where(along_axis, -np.inf, side_enter / scale)
-        side_leave = np.where(along_axis, np.inf, side_leave / scale)
-        # Parallel to the axis: inside the infinite cylinder for all t, or never.
-        radial_gap = np.sqrt(np.einsum("ij,ij->i", radial_origin, radial_origin))
-        side_valid = np.where(along_axis, radial_gap <= self.radius, side_valid)
+            radial_origin, [x / a for x in radial_direction], self.radius)
+        side_enter = np.minimum(side_enter / a, signed_infinity(along_axis))
+        side_leave = np.maximum(side_leave / a, -signed_infinity(along_axis))
 
-        # Slab between the caps.
+        # Slab between the caps; a ray parallel to them is inside for all t or never.
         parallel_to_caps = dz == 0.0
-        safe_dz = np.where(parallel_to_caps, 1.0, dz)
+        safe_dz = dz + parallel_to_caps
         to_bottom = -z0 / safe_dz
         to_top = (self.height - z0) / safe_dz
-        slab_enter = np.where(parallel_to_caps, -np.inf, np.minimum(to_bottom, to_top))
-        slab_leave = np.where(parallel_to_caps, np.inf, np.maximum(to_bottom, to_top))
-        slab_valid = ~parallel_to_caps | ((z0 >= 0.0) & (z0 <= self.height))
+        slab_enter = np.minimum(np.minimum(to_bottom, to_top), signed_infinity(parallel_to_caps))
+        slab_leave = np.maximum(np.maximum(to_bottom, to_top), -signed_infinity(parallel_to_caps))
+        between_caps = (z0 >= 0.0) & (z0 <= self.height)
+        slab_valid = ~parallel_to_caps | between_caps
 
         enter = np.maximum(side_enter, slab_enter)
         leave = np.minimum(side_leave, slab_leave)
-        inside = (radial_gap <= self.radius) & (z0 >= 0.0) & (z0 <= self.height)
+        inside = (dot(radial_origin, radial_origin) <= self.radius * self.radius) & between_caps
         distance = first_entry(enter, leave, side_valid & slab_valid & (enter <= leave), inside)
 
-        finite = np.where(np.isfinite(distance), distance, 0.0)
-        radial_hit = radial_origin + finite[:, None] * radial_direction
-        radial_length = np.sqrt(np.einsum("ij,ij->i", radial_hit, radial_hit))
-        side_normal = radial_hit / np.where(radial_length > 0, radial_length, 1.0)[:, None]
-        cap_normal = -np.sign(safe_dz)[:, None] * w
-        through_cap = slab_enter >= side_enter
-        normal = np.where(through_cap[:, None], cap_normal, side_normal)
+        # Normal: the cap's -sign(d.w) w when the slab set the entry, else radial.
+        reached = np.minimum(distance, 1e300)
+        radial_hit = add_scaled(radial_origin, reached, radial_direction)
+        radial_length = np.maximum(np.sqrt(dot(radial_hit, radial_hit)), 1e-300)
+        through_cap = (slab_enter >= side_enter).astype(np.float64)
+        cap_sign = -np.sign(safe_dz)
+        normal = [side / radial_length + through_cap * (cap_sign * axis - side / radial_length)
+                  for side, axis in zip(radial_hit, w)]
         return distance, normal

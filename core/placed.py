@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .rays import unit_rows
+from .rays import component_kernel, unit_components, unit_rows
 
 
 class Placed:
     """``shape`` (in its local space) placed by the affine (D+1)x(D+1) ``matrix``."""
 
     def __init__(self, shape, matrix):
-        if not hasattr(shape, "_intersect"):
+        if not (hasattr(shape, "_intersect") or hasattr(shape, "_intersect_components")):
             raise ValueError(f"shape must be a core shape, got {type(shape).__name__}")
         self.shape = shape
         self.dimension = shape.dimension
@@ -53,13 +53,17 @@ class Placed:
     def __repr__(self):
         return f"Placed({self.shape!r}, matrix={self.matrix.tolist()})"
 
-    def _intersect(self, origins, directions, max_distance):
-        local_origins = (origins - self.translation) @ self.inverse_linear.T
-        local_directions, stretch = unit_rows(directions @ self.inverse_linear.T)
-        found = self.shape._intersect(local_origins, local_directions, max_distance * stretch)
-        distance = found[0] / stretch
-        normal, _ = unit_rows(found[1] @ self.inverse_linear)
-        return (distance, normal) + tuple(found[2:])
+    def _intersect_components(self, origin, direction, max_distance):
+        inverse = self.inverse_linear
+        relative = [o - t for o, t in zip(origin, self.translation)]
+        local_origin = [linear_combination(row, relative) for row in inverse]
+        local_direction = [linear_combination(row, direction) for row in inverse]
+        stretch = np.sqrt(sum(x * x for x in local_direction))
+        local_unit = [x / stretch for x in local_direction]
+        found = component_kernel(self.shape)(local_origin, local_unit, max_distance * stretch)
+        # Normals back through L^-T: world component i is sum_j inverse[j, i] * n_j.
+        normal, _ = unit_components([linear_combination(column, found[1]) for column in inverse.T])
+        return (found[0] / stretch, normal) + tuple(found[2:])
 
     def _check_sphere_cast(self):
         inner_check = getattr(self.shape, "_check_sphere_cast", None)
@@ -82,3 +86,11 @@ class Placed:
                 center @ self.linear.T + self.translation,
                 point @ self.linear.T + self.translation,
                 normal @ self.linear.T / k)
+
+
+def linear_combination(weights, parts):
+    """sum_j weights[j] * parts[j] for scalar weights and 1D component arrays."""
+    total = weights[0] * parts[0]
+    for weight, part in zip(weights[1:], parts[1:]):
+        total = total + weight * part
+    return total

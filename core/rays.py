@@ -9,18 +9,31 @@ Every query in ``core`` goes through this module, so the rules live in one place
   ``hit`` only for ``0 <= distance <= max_distance``; a hit at distance 0 (origin inside or
   on a solid) has ``point = origin`` and ``normal = -unit(direction)``.
 
-A shape takes part by providing ``dimension`` and ``_intersect(origins, directions,
-max_distance)``, which gets one chunk of C-contiguous float64 rows with unit directions and
-returns ``(distance, normal)``: ``np.inf`` where it misses, any normal where it misses.
+A shape takes part by providing ``dimension`` and one of two kernels, each called with one
+chunk of rays with unit directions and returning ``(distance, normal[, cell])``, distance
+``np.inf`` where it misses (any finite normal there):
+
+* ``_intersect(origins, directions, max_distance)``: C-contiguous float64 (n, D) rows;
+  normal (n, D); optional cell (n, 2) int.
+* ``_intersect_components(origin, direction, max_distance)``: lists of D contiguous 1D
+  arrays (see vectors.py, several times faster for the analytic shapes); normal a list.
+
+Chunks run on a small thread pool (numpy releases the GIL inside its loops).
 """
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
-CHUNK = 65536
+from .vectors import components, dot
+
+CHUNK = 8192  # arrays of 64 KB: larger ones make glibc map and trim pages on every ufunc
+WORKERS = max(1, min(os.cpu_count() or 1, 4))
+_pool = None
 
 
 @dataclass
@@ -74,12 +87,15 @@ def as_rows(name: str, value, dimension: Optional[int] = None):
     if dimension is not None and array.shape[1] != dimension:
         raise ValueError(
             f"{name} has {array.shape[1]} columns but the shape is {dimension}D")
-    for part in chunks(len(array)):
-        finite = np.isfinite(array[part]).all(axis=1)
-        if not finite.all():
-            row = part.start + _first_bad_row(~finite)
-            raise ValueError(f"{name} row {row} is not finite: {array[row].tolist()}")
-    return array, single
+    # A sum is finite when every term is (one fast pass); only a non-finite sum (NaN/inf,
+    # or a finite overflow) pays for the row-wise search.
+    if not np.isfinite(np.add.reduce(array, axis=None)):
+        for part in chunks(len(array), 1 << 20):
+            finite = np.isfinite(array[part]).all(axis=1)
+            if not finite.all():
+                row = part.start + _first_bad_row(~finite)
+                raise ValueError(f"{name} row {row} is not finite: {array[row].tolist()}")
+    return np.ascontiguousarray(array), single
 
 
 def as_per_row(name: str, value, n: int, allow_inf: bool = False) -> np.ndarray:
@@ -107,17 +123,8 @@ def check_same_length(first_name, first, second_name, second):
             f"{first_name} has {len(first)} rows but {second_name} has {len(second)}")
 
 
-def check_nonzero_rows(name: str, array: np.ndarray):
-    """Raise ValueError naming the first all-zero row of ``array`` (a direction)."""
-    for part in chunks(len(array)):
-        zero = ~np.any(array[part] != 0.0, axis=1)
-        if zero.any():
-            row = part.start + _first_bad_row(zero)
-            raise ValueError(f"{name} row {row} has zero length")
-
-
 def unit_rows(vectors: np.ndarray):
-    """Unit vectors and lengths of the rows of ``vectors`` (length 0 rows stay 0).
+    """Unit vectors and lengths of the rows of ``vectors`` (length-0 rows stay 0).
 
     Scales by the largest component first, so tiny and huge vectors do not under- or
     overflow when squared."""
@@ -127,6 +134,51 @@ def unit_rows(vectors: np.ndarray):
     length = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
     unit = scaled / np.where(length > 0, length, 1.0)[:, None]
     return unit, length * scale
+
+
+def unit_components(vector):
+    """Unit vectors of a component list and the first zero-length row (or None).
+
+    The plain 1/sqrt(x.x) is exact enough in the normal range; rows whose squared length
+    under- or overflows are redone with unit_rows's scaling."""
+    length_squared = dot(vector, vector)
+    inverse = 1.0 / np.sqrt(length_squared)
+    unit = [x * inverse for x in vector]
+    awkward = ~((length_squared > 1e-290) & (length_squared < 1e290))
+    if awkward.any():
+        rows = np.flatnonzero(awkward)
+        fixed, length = unit_rows(np.stack([x[rows] for x in vector], axis=1))
+        for axis, x in enumerate(unit):
+            x[rows] = fixed[:, axis]
+        if (length == 0).any():
+            return unit, int(rows[np.flatnonzero(length == 0)[0]])
+    return unit, None
+
+
+def run_chunks(n: int, work):
+    """``work(slice)`` over the chunks of range(n), on the thread pool when there are
+    several; returns the results in order."""
+    global _pool
+    parts = list(chunks(n))
+    if len(parts) <= 1 or WORKERS == 1:
+        return [work(part) for part in parts]
+    if _pool is None:
+        _pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="geometry_queries")
+    return list(_pool.map(work, parts))
+
+
+def component_kernel(shape):
+    """The shape's kernel in component form (adapting a row-form ``_intersect``)."""
+    kernel = getattr(shape, "_intersect_components", None)
+    if kernel is not None:
+        return kernel
+
+    def from_rows(origin, direction, max_distance):
+        found = shape._intersect(np.stack(origin, axis=1), np.stack(direction, axis=1),
+                                 max_distance)
+        return (found[0], components(found[1])) + tuple(found[2:])
+
+    return from_rows
 
 
 def _squeeze(result, single: bool):
@@ -146,36 +198,53 @@ def raycast(shape, origins, directions, max_distance=np.inf) -> RayHits:
     origins, single = as_rows("origins", origins, dimension)
     directions, single_direction = as_rows("directions", directions, dimension)
     check_same_length("origins", origins, "directions", directions)
-    check_nonzero_rows("directions", directions)
     n = len(origins)
     max_distance = as_per_row("max_distance", max_distance, n, allow_inf=True)
+    kernel = component_kernel(shape)
 
-    hit = np.zeros(n, dtype=bool)
-    distance = np.full(n, np.inf)
-    point = np.full((n, dimension), np.nan)
-    normal = np.full((n, dimension), np.nan)
-    cell = None
-    for part in chunks(n):
-        origin = np.ascontiguousarray(origins[part])
-        unit, _ = unit_rows(directions[part])
-        limit = np.ascontiguousarray(max_distance[part])
-        found = shape._intersect(origin, unit, limit)
-        t, n_local = found[0], found[1]
+    hits = RayHits(hit=np.empty(n, dtype=bool), distance=np.empty(n),
+                   point=np.empty((n, dimension)), normal=np.empty((n, dimension)))
+    cells = []
+
+    def work(part):
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # (per thread)
+            return work_quietly(part)
+
+    def work_quietly(part):
+        origin = components(origins[part])
+        unit, zero_row = unit_components(components(directions[part]))
+        if zero_row is not None:
+            return part.start + zero_row
+        limit = max_distance[part]
+        found = kernel(origin, unit, limit)
+        distance, normal = found[0], found[1]
         if len(found) > 2:
-            if cell is None:
-                cell = np.full((n, 2), -1, dtype=np.int64)
-            cell[part] = found[2]
-        ok = (t <= limit) & np.isfinite(t)
-        hit[part] = ok
-        distance[part] = np.where(ok, t, np.inf)
-        t = np.where(ok, t, 0.0)
-        inside = ok & (t == 0.0)
-        n_local = np.where(inside[:, None], -unit, n_local)
-        point[part] = np.where(ok[:, None], origin + t[:, None] * unit, np.nan)
-        normal[part] = np.where(ok[:, None], n_local, np.nan)
-    if cell is not None:
-        cell[~hit] = -1
-    return _squeeze(RayHits(hit, distance, point, normal, cell), single and single_direction)
+            cells.append((part, found[2]))
+        # Branch-free masking (masked assignment costs ~4 ns per element here):
+        # gate is 1 for hits and NaN for misses, far is -inf for hits and inf for misses.
+        hit = (distance <= limit) & (distance < np.inf)
+        hit_float = hit.astype(np.float64)
+        gate = np.minimum(hit_float * np.inf, 1.0)
+        hits.hit[part] = hit
+        hits.distance[part] = np.maximum(distance, (0.5 - hit_float) * np.inf)
+        reached = np.fmin(distance, 1e300)
+        inside = (distance == 0.0).astype(np.float64)
+        for axis in range(dimension):
+            hits.point[part, axis] = (origin[axis] + reached * unit[axis]) * gate
+            # At distance 0 (origin inside or on the solid) the normal is -direction.
+            facing = normal[axis] - inside * (unit[axis] + normal[axis])
+            hits.normal[part, axis] = facing * gate
+        return None
+
+    zero_rows = [row for row in run_chunks(n, work) if row is not None]
+    if zero_rows:
+        raise ValueError(f"directions row {min(zero_rows)} has zero length")
+    if cells:
+        hits.cell = np.full((n, 2), -1, dtype=np.int64)
+        for part, cell in cells:
+            hits.cell[part] = cell
+        hits.cell[~hits.hit] = -1
+    return _squeeze(hits, single and single_direction)
 
 
 def sphere_cast(shape, starts, ends, radius) -> CastHits:
@@ -199,17 +268,20 @@ def sphere_cast(shape, starts, ends, radius) -> CastHits:
         cast_check()
 
     result = CastHits(
-        hit=np.zeros(n, dtype=bool), distance=np.full(n, np.inf),
-        center=np.full((n, dimension), np.nan), point=np.full((n, dimension), np.nan),
-        normal=np.full((n, dimension), np.nan))
-    for part in chunks(n):
-        start = np.ascontiguousarray(starts[part])
+        hit=np.empty(n, dtype=bool), distance=np.empty(n), center=np.empty((n, dimension)),
+        point=np.empty((n, dimension)), normal=np.empty((n, dimension)))
+
+    def work(part):
+        start = starts[part]
         unit, length = unit_rows(ends[part] - start)
-        t, center, point, normal = cast(start, unit, length, np.ascontiguousarray(radius[part]))
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            t, center, point, normal = cast(start, unit, length, radius[part])
         ok = (t <= length) & np.isfinite(t)
         result.hit[part] = ok
         result.distance[part] = np.where(ok, t, np.inf)
         result.center[part] = np.where(ok[:, None], center, np.nan)
         result.point[part] = np.where(ok[:, None], point, np.nan)
         result.normal[part] = np.where(ok[:, None], normal, np.nan)
+
+    run_chunks(n, work)
     return _squeeze(result, single and single_end)

@@ -18,15 +18,16 @@ from __future__ import annotations
 import numpy as np
 
 from .shapes import as_point, as_positive
+from .vectors import add_scaled, components, dot, signed_infinity, to_rows
 
 
-def line_ball_interval(offset: np.ndarray, direction: np.ndarray, radius):
+def line_ball_interval(offset, direction, radius):
     """Parameter interval [enter, leave] where ``offset + t * direction`` lies within
-    ``radius`` of the origin; ``direction`` unit (or zero). ``valid`` is False where the
-    line misses the ball."""
-    closest_t = -np.einsum("ij,ij->i", offset, direction)
-    perpendicular = offset + closest_t[:, None] * direction
-    gap = np.sqrt(np.einsum("ij,ij->i", perpendicular, perpendicular))
+    ``radius`` of the origin, for component lists with a unit (or zero) ``direction``.
+    ``valid`` is False where the line misses the ball."""
+    closest_t = -dot(offset, direction)
+    perpendicular = add_scaled(offset, closest_t, direction)
+    gap = np.sqrt(dot(perpendicular, perpendicular))
     half_chord_squared = (radius - gap) * (radius + gap)
     valid = half_chord_squared >= 0.0
     half_chord = np.sqrt(np.maximum(half_chord_squared, 0.0))
@@ -39,8 +40,16 @@ def first_entry(enter, leave, valid, origin_inside):
     ``origin_inside`` (the origin tested directly against the solid's inequalities) wins
     over the interval, whose end points carry rounding: an origin on the surface is a hit
     at 0 in every direction."""
-    entry = np.where(valid & (leave >= 0.0), np.maximum(enter, 0.0), np.inf)
-    return np.where(origin_inside, 0.0, entry)
+    reached = (valid & (leave >= 0.0)) | origin_inside
+    enter = np.minimum(enter, signed_infinity(origin_inside))
+    return np.maximum(np.maximum(enter, 0.0), signed_infinity(reached))
+
+
+def ball_entry(offset, direction, radius):
+    """First distance at which ``offset + t * direction`` is within ``radius``."""
+    enter, leave, valid = line_ball_interval(offset, direction, radius)
+    inside = dot(offset, offset) <= radius * radius
+    return first_entry(enter, leave, valid, inside)
 
 
 class Sphere:
@@ -54,26 +63,21 @@ class Sphere:
     def __repr__(self):
         return f"Sphere(center={self.center.tolist()}, radius={self.radius})"
 
-    def _intersect(self, origins, directions, max_distance):
-        offset = origins - self.center
-        enter, leave, valid = line_ball_interval(offset, directions, self.radius)
-        inside = np.einsum("ij,ij->i", offset, offset) <= self.radius * self.radius
-        distance = first_entry(enter, leave, valid, inside)
-        finite = np.where(np.isfinite(distance), distance, 0.0)
-        normal = (offset + finite[:, None] * directions) / self.radius
-        return distance, normal
+    def _intersect_components(self, origin, direction, max_distance):
+        offset = [o - c for o, c in zip(origin, self.center)]
+        distance = ball_entry(offset, direction, self.radius)
+        reached = np.minimum(distance, 1e300)  # finite, so misses give finite normals
+        return distance, [x / self.radius for x in add_scaled(offset, reached, direction)]
 
     def _sphere_cast(self, starts, directions, lengths, radius):
-        offset = starts - self.center
-        reach = self.radius + radius
-        enter, leave, valid = line_ball_interval(offset, directions, reach)
-        overlap = np.einsum("ij,ij->i", offset, offset) <= reach * reach
-        distance = first_entry(enter, leave, valid, overlap)
-        finite = np.where(np.isfinite(distance), distance, 0.0)
+        offset = [o - c for o, c in zip(starts.T, self.center)]
+        direction = components(directions)
+        distance = ball_entry(offset, direction, self.radius + radius)
+        finite = np.where(distance < np.inf, distance, 0.0)
         center = starts + finite[:, None] * directions
         # From the target toward the moving centre; when the cast starts at the target's
         # centre (overlap, no direction to speak of) face back along the cast, or up.
-        toward = center - self.center
+        toward = to_rows(add_scaled(offset, finite, direction))
         length = np.sqrt(np.einsum("ij,ij->i", toward, toward))
         fallback = -directions
         fallback[~np.any(fallback != 0, axis=1), -1] = 1.0
