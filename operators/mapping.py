@@ -1,0 +1,379 @@
+"""Blender objects -> core shapes: each recognised object becomes ``Placed(shape, matrix_world)``.
+
+The mesh is read from the **evaluated** object (``obj.evaluated_get(depsgraph).data``), so
+modifiers count, and it is read afresh on every call: nothing is cached across depsgraph
+updates. Vertices are read with ``foreach_get`` into numpy; no Python loop runs per vertex.
+
+Recognition rules, tried in this order on the evaluated mesh in the object's local space
+(``tolerance`` = 1e-5 of the mesh's size, well above float32 vertex noise and well below any
+visible edit):
+
+terrain   the vertices form a regular XY lattice (nx x ny distinct, evenly spaced x and y
+          values, exactly one vertex per lattice point, any z) and the loop triangles cover
+          every lattice cell with two triangles. Becomes ``Heightfield(heights, spacing,
+          origin, diagonals=...)`` with each cell's diagonal read from ``mesh.loop_triangles``
+          (the split Blender draws). A Grid primitive with Displace (or any modifier that moves
+          vertices only in z) is one.
+cylinder  the mesh is closed (every edge has two faces) and its vertices lie on two parallel
+          planes, on two circles of equal radius whose centres lie on one axis perpendicular
+          to the planes, at least ``MIN_CYLINDER_SEGMENTS`` = 5 vertices per circle (a 4-sided
+          prism is a box, such as the default cube; a 3-sided one a wedge); the optional
+          centre vertices of triangle-fan caps are allowed.
+sphere    the mesh is closed and its vertices are equidistant from one centre (least-squares
+          sphere, every vertex within ``tolerance``) AND they do not all lie on two parallel
+          planes. Equidistance alone is not enough: the vertices of a cube or a cylinder are
+          equidistant from their centre too, but all sit on two parallel circles, while a UV
+          sphere (any segments >= 3, rings >= 3: two poles and at least two rings) or an
+          icosphere never does. Non-uniform object scale makes it an ellipsoid, exactly.
+
+Exact parameters. A UV sphere of radius 1 has vertices at float32 precision (about 1e-7
+off the sphere, biased slightly inwards by Blender's float math); the fitted radius is
+snapped to the nearest "round" value (a multiple of 1e-5 of the shape's size, so radius 1,
+0.7 or 2.5 come out exact) when that value lies within ``SNAP_TOLERANCE`` of the fit,
+otherwise the fit is kept. Centres and cylinder end points snap the same way (a centre
+1e-8 from the origin becomes the origin). Terrain heights are the vertex z values as they
+are; the lattice origin and spacing come from the extreme vertices.
+
+Anything else raises :class:`NotRecognized` (a ValueError) naming the object and why.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+
+from .. import core
+
+RELATIVE_TOLERANCE = 1e-5
+SNAP_TOLERANCE = 3e-6          # relative to the shape's size
+MIN_CYLINDER_SEGMENTS = 5
+
+
+class NotRecognized(ValueError):
+    """An object that is not (yet) a shape core can query; the message says why."""
+
+
+@dataclass
+class Recognized:
+    """A selected object as a core shape in world space."""
+
+    name: str            # the object's name
+    kind: str            # 'SPHERE', 'CYLINDER' or 'TERRAIN'
+    shape: object        # core.Placed(local shape, matrix_world)
+    description: str     # e.g. "Sphere r=1.000", "Terrain 256x256"
+
+
+# ---------------------------------------------------------------------------- reading
+
+def mesh_positions(mesh) -> np.ndarray:
+    """(N, 3) float64 vertex positions of ``mesh`` (the fast attribute path of foreach_get)."""
+    count = len(mesh.vertices)
+    positions = np.empty(count * 3, dtype=np.float32)
+    if count:
+        mesh.attributes["position"].data.foreach_get("vector", positions)
+    return positions.reshape(count, 3).astype(np.float64)
+
+
+def mesh_is_closed(mesh) -> bool:
+    """True when every edge is used by exactly two faces (a closed, manifold surface)."""
+    if len(mesh.edges) == 0:
+        return False
+    corner_edges = np.empty(len(mesh.loops), dtype=np.int32)
+    mesh.attributes[".corner_edge"].data.foreach_get("value", corner_edges)
+    return bool((np.bincount(corner_edges, minlength=len(mesh.edges)) == 2).all())
+
+
+def loop_triangle_vertices(mesh) -> np.ndarray:
+    """(T, 3) vertex indices of Blender's own triangulation of ``mesh``."""
+    triangles = mesh.loop_triangles
+    vertices = np.empty(len(triangles) * 3, dtype=np.int32)
+    triangles.foreach_get("vertices", vertices)
+    return vertices.reshape(-1, 3)
+
+
+def world_matrix(evaluated_object) -> np.ndarray:
+    return np.array(evaluated_object.matrix_world, dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------- snapping
+
+def snapped(values, size: float):
+    """``values`` rounded to multiples of 1e-5 * size (a decimal step) where that moves
+    them by at most SNAP_TOLERANCE * size; other values are returned unchanged."""
+    values = np.asarray(values, dtype=np.float64)
+    step = 10.0 ** (np.floor(np.log10(size)) - 5)
+    rounded = np.round(values / step) * step
+    # Shorten the binary expansion: 0.7 as the double nearest to 0.7, not 0.7000000000000001.
+    rounded = np.array([float(f"{value:.12g}") for value in np.atleast_1d(rounded)]).reshape(
+        rounded.shape)
+    return np.where(np.abs(rounded - values) <= SNAP_TOLERANCE * size, rounded, values)
+
+
+# ---------------------------------------------------------------------------- geometry helpers
+
+def spread_sample(points: np.ndarray, count: int) -> np.ndarray:
+    """Indices of ``count`` points far apart from each other (farthest-point sampling)."""
+    distance = np.linalg.norm(points - points.mean(axis=0), axis=1)
+    chosen = [int(np.argmax(distance))]
+    distance = np.linalg.norm(points - points[chosen[0]], axis=1)
+    for _ in range(count - 1):
+        chosen.append(int(np.argmax(distance)))
+        distance = np.minimum(distance, np.linalg.norm(points - points[chosen[-1]], axis=1))
+    return np.array(chosen)
+
+
+def two_parallel_planes(points: np.ndarray, tolerance: float):
+    """(unit normal, heights of the points along it) when all points lie on at most two
+    parallel planes, else None.
+
+    If they do, at least three of any five points lie on one of the planes (pigeonhole), and
+    on a sphere or circle three distinct points span their plane; so trying the planes
+    through every triple of five well-spread points finds it."""
+    if len(points) < 5:
+        return None
+    sample = points[spread_sample(points, 5)]
+    for a, b, c in combinations(range(5), 3):
+        normal = np.cross(sample[b] - sample[a], sample[c] - sample[a])
+        length = np.linalg.norm(normal)
+        if length <= tolerance * np.linalg.norm(sample[b] - sample[a]):
+            continue
+        normal /= length
+        heights = points @ normal
+        off_first = np.abs(heights - sample[a] @ normal) > tolerance
+        if not off_first.any():
+            return normal, heights
+        other = heights[off_first]
+        if np.abs(other - other[0]).max() <= tolerance:
+            return normal, heights
+    return None
+
+
+def fit_sphere(points: np.ndarray):
+    """Least-squares (algebraic) sphere through ``points``: (centre, radius)."""
+    mean = points.mean(axis=0)
+    centred = points - mean
+    matrix = np.column_stack([2.0 * centred, np.ones(len(points))])
+    rhs = np.einsum("ij,ij->i", centred, centred)
+    solution, *_ = np.linalg.lstsq(matrix, rhs, rcond=None)
+    centre = solution[:3] + mean
+    radius = float(np.linalg.norm(points - centre, axis=1).mean())
+    return centre, radius
+
+
+def fit_circle(points2d: np.ndarray):
+    """Least-squares (algebraic) circle through 2D ``points2d``: (centre, radius)."""
+    mean = points2d.mean(axis=0)
+    centred = points2d - mean
+    matrix = np.column_stack([2.0 * centred, np.ones(len(points2d))])
+    rhs = np.einsum("ij,ij->i", centred, centred)
+    solution, *_ = np.linalg.lstsq(matrix, rhs, rcond=None)
+    centre = solution[:2] + mean
+    radius = float(np.linalg.norm(points2d - centre, axis=1).mean())
+    return centre, radius
+
+
+def plane_basis(normal: np.ndarray):
+    """Two unit vectors completing ``normal`` to an orthonormal basis."""
+    helper = np.array([1.0, 0.0, 0.0]) if abs(normal[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    first = np.cross(normal, helper)
+    first /= np.linalg.norm(first)
+    return first, np.cross(normal, first)
+
+
+def shape_size(points: np.ndarray) -> float:
+    return float(np.ptp(points, axis=0).max())
+
+
+# ---------------------------------------------------------------------------- recognisers
+# Each returns (local shape, description) or raises NotRecognized with the reason alone.
+
+def as_terrain(mesh, points: np.ndarray):
+    x, y, z = points[:, 0], points[:, 1], points[:, 2]
+    x_min, x_max, y_min, y_max = x.min(), x.max(), y.min(), y.max()
+    tolerance = RELATIVE_TOLERANCE * max(x_max - x_min, y_max - y_min)
+    if not (x_max - x_min > tolerance and y_max - y_min > tolerance):
+        raise NotRecognized("its vertices have no extent in x or y")
+    nx = int(np.count_nonzero(np.abs(y - y_min) <= tolerance))
+    if nx < 2 or len(points) % nx:
+        raise NotRecognized("its vertices do not form a regular XY lattice")
+    ny = len(points) // nx
+    if ny < 2:
+        raise NotRecognized("its vertices do not form a regular XY lattice")
+    dx = (x_max - x_min) / (nx - 1)
+    dy = (y_max - y_min) / (ny - 1)
+    i = np.rint((x - x_min) / dx).astype(np.int64)
+    j = np.rint((y - y_min) / dy).astype(np.int64)
+    on_lattice = (np.abs(x - (x_min + i * dx)) <= tolerance) & (np.abs(y - (y_min + j * dy)) <= tolerance)
+    lattice_index = j * nx + i
+    if not on_lattice.all() or np.bincount(lattice_index, minlength=nx * ny).max() != 1:
+        raise NotRecognized("its vertices do not form a regular XY lattice")
+    heights = np.empty(nx * ny)
+    heights[lattice_index] = z
+    heights = heights.reshape(ny, nx)
+
+    # Diagonals: each triangle of a lattice cell uses three of its four corners, coded
+    # (di + 2 dj) = 0 (i, j), 1 (i+1, j), 2 (i, j+1), 3 (i+1, j+1). A cell split along
+    # (i, j)-(i+1, j+1) has triangles missing corners 1 and 2; along (i+1, j)-(i, j+1),
+    # corners 0 and 3. Either way the two missing codes sum to 3.
+    triangles = loop_triangle_vertices(mesh)
+    cells = (nx - 1) * (ny - 1)
+    not_cells = NotRecognized(f"its faces do not cover the {nx}x{ny} vertex lattice cell by cell")
+    if len(triangles) != 2 * cells:
+        raise not_cells
+    ti, tj = i[triangles], j[triangles]
+    cell_i, cell_j = ti.min(axis=1), tj.min(axis=1)
+    di, dj = ti - cell_i[:, None], tj - cell_j[:, None]
+    if di.max() > 1 or dj.max() > 1:
+        raise not_cells
+    corner_mask = (1 << (di + 2 * dj)).sum(axis=1)
+    missing_by_mask = {0b1110: 0, 0b1101: 1, 0b1011: 2, 0b0111: 3}
+    missing = np.full(len(triangles), -1)
+    for mask, corner in missing_by_mask.items():
+        missing[corner_mask == mask] = corner
+    if (missing < 0).any():
+        raise not_cells
+    cell = cell_j * (nx - 1) + cell_i
+    per_cell = np.bincount(cell, minlength=cells)
+    missing_sum = np.bincount(cell, weights=missing, minlength=cells)
+    flipped = np.bincount(cell, weights=(missing == 0) | (missing == 3), minlength=cells)
+    if (per_cell != 2).any() or (missing_sum != 3).any():
+        raise not_cells
+    diagonals = (flipped == 2).reshape(ny - 1, nx - 1)
+
+    shape = core.Heightfield(heights, spacing=(dx, dy), origin=(x_min, y_min),
+                             surface="TRIANGLES", diagonals=diagonals)
+    return shape, f"Terrain {nx}x{ny}"
+
+
+def as_cylinder(mesh, points: np.ndarray):
+    size = shape_size(points)
+    tolerance = RELATIVE_TOLERANCE * size
+    planes = two_parallel_planes(points, tolerance)
+    if planes is None:
+        raise NotRecognized("its vertices do not lie on two parallel planes")
+    normal, heights = planes
+    low = heights <= heights.min() + tolerance
+    if low.all():
+        raise NotRecognized("it is flat")
+    first, second = plane_basis(normal)
+    circles = []
+    for group in (low, ~low):
+        ring = points[group]
+        # Triangle-fan caps add a vertex at the circle's centre, which is the mean of a
+        # regular ring: leave it out of the circle.
+        ring = ring[np.linalg.norm(ring - ring.mean(axis=0), axis=1) > tolerance]
+        if len(ring) < 3:
+            raise NotRecognized("one of its two parallel planes holds no circle (like a cone)")
+        if len(ring) < MIN_CYLINDER_SEGMENTS:
+            raise NotRecognized(
+                f"it has only {len(ring)} vertices per circle (a box or prism; a cylinder needs "
+                f"at least {MIN_CYLINDER_SEGMENTS})")
+        flat = np.column_stack([ring @ first, ring @ second])
+        centre2d, radius = fit_circle(flat)
+        if np.abs(np.linalg.norm(flat - centre2d, axis=1) - radius).max() > tolerance:
+            raise NotRecognized("its vertices on each cap plane do not lie on a circle")
+        level = float((ring @ normal).mean())
+        circles.append((centre2d[0] * first + centre2d[1] * second + level * normal, radius))
+    (p0, r0), (p1, r1) = circles
+    if abs(r0 - r1) > tolerance:
+        raise NotRecognized(f"its two circles differ in radius ({r0:.4g} and {r1:.4g})")
+    axis = p1 - p0
+    if np.linalg.norm(axis - (axis @ normal) * normal) > tolerance:
+        raise NotRecognized("its two circles are not on one axis (sheared)")
+    if not mesh_is_closed(mesh):
+        raise NotRecognized("its surface is open (a tube without caps is not a solid cylinder)")
+    radius = float(snapped(0.5 * (r0 + r1), size))
+    p0, p1 = snapped(p0, size), snapped(p1, size)
+    return core.Cylinder(p0, p1, radius), (radius, float(np.linalg.norm(p1 - p0)))
+
+
+def as_sphere(mesh, points: np.ndarray):
+    size = shape_size(points)
+    tolerance = RELATIVE_TOLERANCE * size
+    if len(points) < 5:
+        raise NotRecognized(f"it has only {len(points)} vertices")
+    centre, radius = fit_sphere(points)
+    deviation = np.abs(np.linalg.norm(points - centre, axis=1) - radius).max()
+    if not deviation <= tolerance:
+        raise NotRecognized(
+            f"its vertices are not equidistant from a centre (up to {deviation:.3g} off)")
+    if two_parallel_planes(points, tolerance) is not None:
+        raise NotRecognized(
+            "its vertices lie on two parallel planes (like a box, prism or cone), "
+            "not spread over a sphere")
+    if not mesh_is_closed(mesh):
+        raise NotRecognized("its surface is open (not a solid sphere)")
+    centre = snapped(centre, size)
+    radius = float(snapped(radius, size))
+    centre_error = np.abs(np.linalg.norm(points - centre, axis=1) - radius).max()
+    if centre_error > tolerance:
+        raise NotRecognized("its snapped centre does not fit its vertices")
+    return core.Sphere(centre, radius), radius
+
+
+# ---------------------------------------------------------------------------- public
+
+def scale_description(matrix: np.ndarray):
+    """(uniform scale factor, or None when the placement scales non-uniformly)."""
+    singular = np.linalg.svd(matrix[:3, :3], compute_uv=False)
+    if singular[0] - singular[-1] <= 1e-6 * singular[0]:
+        return float(singular[0])
+    return None
+
+
+def recognize(obj, depsgraph) -> Recognized:
+    """``obj`` (an original or evaluated object) as a placed core shape.
+
+    Raises NotRecognized naming the object and why it is not a sphere, cylinder or terrain."""
+    name = obj.name
+    if obj.type != 'MESH':
+        kind = obj.type.lower().replace("_", " ")
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise NotRecognized(f"{name} is {article} {kind} object, not a mesh "
+                            "(only sphere, cylinder and terrain meshes are supported)")
+    evaluated = obj.evaluated_get(depsgraph)
+    mesh = evaluated.data
+    points = mesh_positions(mesh)
+    if len(points) < 4:
+        raise NotRecognized(f"{name} has only {len(points)} vertices")
+    matrix = world_matrix(evaluated)
+    scale = scale_description(matrix)
+    reasons = []
+    try:
+        shape, description = as_terrain(mesh, points)
+        return Recognized(name, 'TERRAIN', core.Placed(shape, matrix), description)
+    except NotRecognized as reason:
+        reasons.append(f"not a terrain: {reason}")
+    try:
+        shape, (radius, height) = as_cylinder(mesh, points)
+        if scale is None:
+            description = f"Cylinder r={radius:.3f} h={height:.3f} (non-uniform scale)"
+        else:
+            description = f"Cylinder r={radius * scale:.3f} h={height * scale:.3f}"
+        return Recognized(name, 'CYLINDER', core.Placed(shape, matrix), description)
+    except NotRecognized as reason:
+        reasons.append(f"not a cylinder: {reason}")
+    try:
+        shape, radius = as_sphere(mesh, points)
+        if scale is None:
+            description = f"Ellipsoid (sphere r={radius:.3f}, non-uniform scale)"
+        else:
+            description = f"Sphere r={radius * scale:.3f}"
+        return Recognized(name, 'SPHERE', core.Placed(shape, matrix), description)
+    except NotRecognized as reason:
+        reasons.append(f"not a sphere: {reason}")
+    raise NotRecognized(f"{name} is not a supported shape: " + "; ".join(reversed(reasons)))
+
+
+def recognize_all(objects, depsgraph) -> list:
+    """Every object of ``objects`` recognised; NotRecognized for the first that is not."""
+    return [recognize(obj, depsgraph) for obj in objects]
+
+
+def describe(obj, depsgraph):
+    """(recognised, text) for the panel: the shape's description, or why it is not one."""
+    try:
+        return True, recognize(obj, depsgraph).description
+    except ValueError as error:
+        return False, str(error).removeprefix(f"{obj.name} ")

@@ -1,0 +1,198 @@
+"""The operators: Fire Ray, Sphere Cast, Clear Hits.
+
+Each stays thin: read its properties (the 3D cursor fills the ones not given), map the
+selected objects to shapes (mapping.py), query core (nearest.py), write the results
+(results.py). None needs a window or a 3D view, except Fire Ray with Direction From = View,
+which says so when there is none. Any ValueError (bad input, an object that is not a
+supported shape) is reported as an error and cancels the operator with the scene untouched.
+"""
+from __future__ import annotations
+
+import bpy
+import numpy as np
+from bpy.props import FloatVectorProperty
+from mathutils import Vector
+
+from . import mapping, nearest, patterns, properties, results
+
+
+def cursor_forward(scene) -> Vector:
+    """The 3D cursor's -Z axis, the default direction of every query."""
+    return scene.cursor.matrix.to_3x3() @ Vector((0.0, 0.0, -1.0))
+
+
+def store_last_result(context, message: str):
+    settings = getattr(context.scene, "geometry_queries", None)
+    if settings is not None:
+        settings.last_result = message
+
+
+def poll_objects_to_query(cls, context) -> bool:
+    if context.mode != 'OBJECT':
+        cls.poll_message_set("Switch to Object Mode: queries read the evaluated objects")
+        return False
+    if not context.selected_objects:
+        cls.poll_message_set("Select the objects to query (spheres, cylinders, terrains)")
+        return False
+    return True
+
+
+class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
+    """Cast rays from the 3D cursor (or a given origin) at the selected objects and mark the
+    nearest hit of each ray"""
+
+    bl_idname = "geometry_queries.fire_ray"
+    bl_label = "Fire Ray"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    origin: FloatVectorProperty(
+        name="Origin", description="Where the rays start (default: the 3D cursor)",
+        subtype='TRANSLATION', unit='LENGTH', size=3, options={'SKIP_SAVE'})
+    direction: FloatVectorProperty(
+        name="Direction", description="Ray direction, any length but zero "
+        "(default: the 3D cursor's -Z axis)", subtype='XYZ', size=3, options={'SKIP_SAVE'})
+    direction_source: properties.direction_source_property()
+    max_distance: properties.max_distance_property()
+    pattern: properties.pattern_property()
+    fan_count: properties.fan_count_property()
+    fan_angle: properties.fan_angle_property()
+    grid_rows: properties.grid_rows_property()
+    grid_columns: properties.grid_columns_property()
+    grid_width: properties.grid_width_property()
+    output: properties.output_property()
+    marker_size: properties.marker_size_property()
+
+    @classmethod
+    def poll(cls, context):
+        return poll_objects_to_query(cls, context)
+
+    def fill_defaults(self, context):
+        """Origin and direction from the cursor or the view where they were not given."""
+        scene = context.scene
+        if not self.properties.is_property_set("origin"):
+            self.origin = scene.cursor.location
+        if self.direction_source == 'VIEW':
+            space = context.space_data
+            region_3d = context.region_data if space is not None and space.type == 'VIEW_3D' else None
+            if region_3d is None:
+                raise ValueError("Direction From 'View' needs a 3D viewport to run in, and there "
+                                 "is none here (e.g. a script): pass direction=(x, y, z) instead")
+            self.direction = region_3d.view_rotation @ Vector((0.0, 0.0, -1.0))
+        elif not self.properties.is_property_set("direction"):
+            self.direction = cursor_forward(scene)
+
+    def execute(self, context):
+        scene = context.scene
+        try:
+            self.fill_defaults(context)
+            origins, directions = patterns.ray_pattern(
+                self.pattern, self.origin, self.direction, fan_count=self.fan_count,
+                fan_angle=self.fan_angle, grid_rows=self.grid_rows,
+                grid_columns=self.grid_columns, grid_width=self.grid_width)
+            targets = mapping.recognize_all(context.selected_objects,
+                                            context.evaluated_depsgraph_get())
+            hits = nearest.nearest_ray_hits(targets, origins, directions, self.max_distance)
+        except ValueError as error:
+            self.report({'ERROR'}, str(error))
+            return {'CANCELLED'}
+
+        names = [target.name for target in targets]
+        hit_count = int(np.count_nonzero(hits.hit))
+        if hit_count:
+            if results.resolve_output(self.output, hit_count) == 'EMPTIES':
+                results.write_hit_empties(scene, hits, names, self.marker_size)
+            else:
+                results.write_hit_point_mesh(scene, hits, names)
+        rays = len(origins)
+        message = f"{hit_count} of {rays} {'ray' if rays == 1 else 'rays'} hit"
+        if hit_count:
+            ray = int(np.argmin(hits.distance))
+            message += (f"; nearest: {names[hits.target[ray]]} at "
+                        f"{results.format_length(scene, hits.distance[ray])}")
+        self.report({'INFO'}, message)
+        store_last_result(context, message)
+        return {'FINISHED'}
+
+
+class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
+    """Move a sphere from a start to an end point and mark where it first touches one of the
+    selected objects (spheres so far)"""
+
+    bl_idname = "geometry_queries.sphere_cast"
+    bl_label = "Sphere Cast"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    start: FloatVectorProperty(
+        name="Start", description="Where the sphere's centre starts (default: the 3D cursor)",
+        subtype='TRANSLATION', unit='LENGTH', size=3, options={'SKIP_SAVE'})
+    end: FloatVectorProperty(
+        name="End", description="Where the sphere's centre ends (default: Max Distance along "
+        "the 3D cursor's -Z axis from the start)", subtype='TRANSLATION', unit='LENGTH',
+        size=3, options={'SKIP_SAVE'})
+    radius: properties.cast_radius_property()
+    max_distance: properties.max_distance_property()
+
+    @classmethod
+    def poll(cls, context):
+        return poll_objects_to_query(cls, context)
+
+    def execute(self, context):
+        scene = context.scene
+        if not self.properties.is_property_set("start"):
+            self.start = scene.cursor.location
+        if not self.properties.is_property_set("end"):
+            self.end = Vector(self.start) + self.max_distance * cursor_forward(scene)
+        try:
+            if Vector(self.start) == Vector(self.end):
+                raise ValueError("start and end must differ (the cast needs a direction)")
+            targets = mapping.recognize_all(context.selected_objects,
+                                            context.evaluated_depsgraph_get())
+            unsupported = [f"{t.name} ({t.kind.lower()})" for t in targets if t.kind != 'SPHERE']
+            if unsupported:
+                raise ValueError("Sphere Cast supports sphere targets only so far; not yet: "
+                                 + ", ".join(unsupported))
+            contact = nearest.first_cast_contact(targets, np.array(self.start),
+                                                 np.array(self.end), self.radius)
+        except ValueError as error:
+            self.report({'ERROR'}, str(error))
+            return {'CANCELLED'}
+
+        if contact is None:
+            message = "Sphere cast touches nothing between start and end"
+        else:
+            name = targets[contact.target].name
+            results.write_cast_markers(scene, contact, name, self.radius)
+            message = (f"Sphere cast touches {name} after "
+                       f"{results.format_length(scene, contact.distance)}")
+        self.report({'INFO'}, message)
+        store_last_result(context, message)
+        return {'FINISHED'}
+
+
+class GEOMETRY_QUERIES_OT_clear_hits(bpy.types.Operator):
+    """Remove every object and collection Geometry Queries created (and nothing else)"""
+
+    bl_idname = "geometry_queries.clear_hits"
+    bl_label = "Clear Hits"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        if not results.anything_created():
+            cls.poll_message_set("Nothing to clear: there are no Geometry Queries results")
+            return False
+        return True
+
+    def execute(self, context):
+        removed = results.remove_created()
+        message = f"Removed {removed} {'object' if removed == 1 else 'objects'}"
+        self.report({'INFO'}, message)
+        store_last_result(context, message)
+        return {'FINISHED'}
+
+
+classes = (
+    GEOMETRY_QUERIES_OT_fire_ray,
+    GEOMETRY_QUERIES_OT_sphere_cast,
+    GEOMETRY_QUERIES_OT_clear_hits,
+)

@@ -1,0 +1,144 @@
+"""Writing query results into the scene, and removing them again.
+
+Everything created here carries the custom property ``TAG`` ("geometry_queries"), so Clear
+Hits removes exactly what the add-on made and nothing else. Results go into one collection,
+"Geometry Query Hits", linked to the scene's master collection.
+
+Ray hits are written as
+* empties (``'EMPTIES'``): one single-arrow empty per hit with its Z axis along the hit
+  normal, named after the target, with custom properties ``distance`` and ``target`` (and
+  ``point``, ``normal`` as float64 triples: object locations are only float32);
+* one point mesh (``'POINT_MESH'``): one vertex per hit, written with ``foreach_set`` (never
+  one operator call per hit), with point attributes ``hit_normal`` (FLOAT_VECTOR),
+  ``distance`` (FLOAT) and ``target_index`` (INT, into the object's ``targets`` property).
+``'AUTO'`` picks empties for at most ``EMPTIES_MAX_HITS`` hits and the point mesh above.
+"""
+from __future__ import annotations
+
+import bpy
+import numpy as np
+from mathutils import Matrix, Vector
+
+TAG = "geometry_queries"
+HITS_COLLECTION_NAME = "Geometry Query Hits"
+EMPTIES_MAX_HITS = 64
+
+
+def format_length(scene, value: float) -> str:
+    """``value`` (Blender units) in the scene's length unit, e.g. "4.210 m"."""
+    units = scene.unit_settings
+    if units.system == 'METRIC':
+        return f"{value * units.scale_length:.3f} m"
+    if units.system == 'IMPERIAL':
+        return bpy.utils.units.to_string('IMPERIAL', 'LENGTH', value * units.scale_length,
+                                         precision=3)
+    return f"{value:.3f}"
+
+
+def hits_collection(scene):
+    """The add-on's collection in ``scene``, created (and tagged) when missing."""
+    for collection in scene.collection.children:
+        if TAG in collection:
+            return collection
+    collection = bpy.data.collections.new(HITS_COLLECTION_NAME)
+    collection[TAG] = "collection"
+    scene.collection.children.link(collection)
+    return collection
+
+
+def new_marker(collection, name: str, location, z_axis, display_type: str, size: float):
+    """A tagged empty at ``location`` whose Z axis points along ``z_axis``."""
+    marker = bpy.data.objects.new(name, None)
+    marker.empty_display_type = display_type
+    marker.empty_display_size = size
+    rotation = Vector(z_axis).to_track_quat('Z', 'Y').to_matrix().to_4x4()
+    marker.matrix_world = Matrix.Translation(Vector(location)) @ rotation
+    marker[TAG] = "marker"
+    collection.objects.link(marker)
+    return marker
+
+
+def resolve_output(output: str, hit_count: int) -> str:
+    """'EMPTIES' or 'POINT_MESH' for the requested ``output`` ('AUTO' decides by count)."""
+    if output == 'AUTO':
+        return 'EMPTIES' if hit_count <= EMPTIES_MAX_HITS else 'POINT_MESH'
+    return output
+
+
+def write_hit_empties(scene, hits, target_names, size: float) -> list:
+    """One empty per hit of ``hits`` (a nearest.NearestHits); returns the new objects."""
+    collection = hits_collection(scene)
+    markers = []
+    for ray in np.flatnonzero(hits.hit):
+        target = target_names[hits.target[ray]]
+        marker = new_marker(collection, f"{target} hit", hits.point[ray], hits.normal[ray],
+                            'SINGLE_ARROW', size)
+        marker["distance"] = float(hits.distance[ray])
+        marker["target"] = target
+        marker["point"] = hits.point[ray].tolist()
+        marker["normal"] = hits.normal[ray].tolist()
+        markers.append(marker)
+    return markers
+
+
+def write_hit_point_mesh(scene, hits, target_names, name: str = "Ray Hits"):
+    """One mesh object whose vertices are the hits of ``hits``; returns the object."""
+    rows = np.flatnonzero(hits.hit)
+    mesh = bpy.data.meshes.new(name)
+    mesh[TAG] = "hits"
+    mesh.vertices.add(len(rows))
+    mesh.attributes["position"].data.foreach_set(
+        "vector", hits.point[rows].astype(np.float32).ravel())
+    normal = mesh.attributes.new("hit_normal", 'FLOAT_VECTOR', 'POINT')
+    normal.data.foreach_set("vector", hits.normal[rows].astype(np.float32).ravel())
+    distance = mesh.attributes.new("distance", 'FLOAT', 'POINT')
+    distance.data.foreach_set("value", hits.distance[rows].astype(np.float32))
+    target = mesh.attributes.new("target_index", 'INT', 'POINT')
+    target.data.foreach_set("value", hits.target[rows].astype(np.int32))
+    mesh.update()
+    point_cloud = bpy.data.objects.new(name, mesh)
+    point_cloud[TAG] = "hits"
+    point_cloud["targets"] = list(target_names)
+    hits_collection(scene).objects.link(point_cloud)
+    return point_cloud
+
+
+def write_cast_markers(scene, contact, target_name: str, radius: float) -> list:
+    """Two empties for a sphere-cast contact: a sphere of the cast radius at the moving
+    centre, and an arrow along the target normal at the contact point."""
+    collection = hits_collection(scene)
+    centre = new_marker(collection, f"{target_name} cast centre", contact.center, contact.normal,
+                        'SPHERE', radius)
+    point = new_marker(collection, f"{target_name} cast contact", contact.point, contact.normal,
+                       'SINGLE_ARROW', max(radius, 1e-3))
+    for marker, location in ((centre, contact.center), (point, contact.point)):
+        marker["distance"] = contact.distance
+        marker["target"] = target_name
+        marker["point"] = np.asarray(location, dtype=np.float64).tolist()
+        marker["normal"] = np.asarray(contact.normal, dtype=np.float64).tolist()
+    return [centre, point]
+
+
+def created_objects() -> list:
+    return [obj for obj in bpy.data.objects if TAG in obj]
+
+
+def remove_created() -> int:
+    """Remove every object, mesh and collection the add-on created; returns the number of
+    objects removed. A tagged collection that still holds someone else's objects stays."""
+    objects = created_objects()
+    meshes = {obj.data for obj in objects if obj.type == 'MESH' and TAG in obj.data}
+    for obj in objects:
+        bpy.data.objects.remove(obj, do_unlink=True)
+    for mesh in meshes:
+        if mesh.users == 0:
+            bpy.data.meshes.remove(mesh)
+    for collection in [c for c in bpy.data.collections if TAG in c]:
+        if not collection.all_objects and not collection.children:
+            bpy.data.collections.remove(collection)
+    return len(objects)
+
+
+def anything_created() -> bool:
+    return any(TAG in obj for obj in bpy.data.objects) or any(
+        TAG in collection for collection in bpy.data.collections)

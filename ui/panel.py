@@ -1,0 +1,77 @@
+"""View3D > Sidebar > "Geometry Queries": settings, the recognised shape of each selected
+object, the three operators' buttons and the last result."""
+import bpy
+
+from ..operators import mapping
+from ..operators.properties import FIRE_RAY_SETTINGS
+
+MAX_LISTED_OBJECTS = 8   # each listed object is recognised afresh at every redraw
+
+
+class GeometryQueriesSidebar:
+    """Where every panel of the add-on lives."""
+
+    bl_space_type = 'VIEW_3D'
+    bl_region_type = 'UI'
+    bl_category = "Geometry Queries"
+
+
+class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
+    bl_label = "Geometry Queries"
+
+    def draw(self, context):
+        layout = self.layout
+        settings = context.scene.geometry_queries
+        self.draw_targets(layout.box(), context)
+
+        box = layout.box()
+        box.label(text="Rays", icon='LIGHT_SUN')
+        column = box.column(align=True)
+        column.prop(settings, "direction_source", text="")
+        column.prop(settings, "max_distance")
+        box.prop(settings, "pattern", expand=True)
+        if settings.pattern == 'FAN':
+            column = box.column(align=True)
+            column.prop(settings, "fan_count")
+            column.prop(settings, "fan_angle")
+        elif settings.pattern == 'GRID':
+            column = box.column(align=True)
+            column.prop(settings, "grid_rows")
+            column.prop(settings, "grid_columns")
+            column.prop(settings, "grid_width")
+        column = box.column(align=True)
+        column.prop(settings, "output")
+        column.prop(settings, "marker_size")
+        fire = box.operator("geometry_queries.fire_ray", icon='TRACKING_FORWARDS')
+        for name in FIRE_RAY_SETTINGS:
+            setattr(fire, name, getattr(settings, name))
+
+        box = layout.box()
+        box.label(text="Sphere Cast", icon='SPHERE')
+        box.prop(settings, "cast_radius")
+        cast = box.operator("geometry_queries.sphere_cast", icon='SPHERE')
+        cast.radius = settings.cast_radius
+        cast.max_distance = settings.max_distance
+
+        layout.operator("geometry_queries.clear_hits", icon='TRASH')
+        if settings.last_result:
+            layout.label(text=settings.last_result, icon='INFO')
+
+    @staticmethod
+    def draw_targets(box, context):
+        box.label(text="Selected Targets", icon='RESTRICT_SELECT_OFF')
+        objects = context.selected_objects
+        if not objects:
+            box.label(text="Nothing selected")
+            return
+        depsgraph = context.evaluated_depsgraph_get()
+        column = box.column(align=True)
+        for obj in objects[:MAX_LISTED_OBJECTS]:
+            recognized, text = mapping.describe(obj, depsgraph)
+            column.label(text=f"{obj.name}: {text}",
+                         icon='CHECKMARK' if recognized else 'ERROR')
+        if len(objects) > MAX_LISTED_OBJECTS:
+            column.label(text=f"... and {len(objects) - MAX_LISTED_OBJECTS} more")
+
+
+classes = (GEOMETRY_QUERIES_PT_main,)
