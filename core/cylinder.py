@@ -74,8 +74,7 @@ class Cylinder:
         distance = first_entry(enter, leave, side_valid & slab_valid & (enter <= leave), inside)
 
         # Normal: the cap's -sign(d.w) w when the slab set the entry, else radial.
-        reached = np.minimum(distance, 1e300)
-        radial_hit = add_scaled(radial_origin, reached, radial_direction)
+        radial_hit = add_scaled(radial_origin, distance, radial_direction)
         radial_length = np.maximum(np.sqrt(dot(radial_hit, radial_hit)), 1e-300)
         through_cap = (slab_enter >= side_enter).astype(np.float64)
         cap_sign = -np.sign(safe_dz)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .shapes import as_point, as_positive
-from .vectors import add_scaled, components, dot, signed_infinity, to_rows
+from .vectors import add_scaled, components, dot, to_rows
 
 
 def line_ball_interval(offset, direction, radius):
@@ -35,14 +35,14 @@ def line_ball_interval(offset, direction, radius):
 
 
 def first_entry(enter, leave, valid, origin_inside):
-    """Distance of the first point of [enter, leave] at or after 0, inf where none.
+    """Distance of the first point of [enter, leave] at or after 0; inf or NaN where none.
 
     ``origin_inside`` (the origin tested directly against the solid's inequalities) wins
     over the interval, whose end points carry rounding: an origin on the surface is a hit
-    at 0 in every direction."""
+    at 0 in every direction. (Dividing by the reached flag turns misses into inf or NaN
+    without a masked assignment.)"""
     reached = (valid & (leave >= 0.0)) | origin_inside
-    enter = np.minimum(enter, signed_infinity(origin_inside))
-    return np.maximum(np.maximum(enter, 0.0), signed_infinity(reached))
+    return np.maximum(enter, 0.0) * ~origin_inside / reached
 
 
 def ball_entry(offset, direction, radius):
@@ -66,14 +66,13 @@ class Sphere:
     def _intersect_components(self, origin, direction, max_distance):
         offset = [o - c for o, c in zip(origin, self.center)]
         distance = ball_entry(offset, direction, self.radius)
-        reached = np.minimum(distance, 1e300)  # finite, so misses give finite normals
-        return distance, [x / self.radius for x in add_scaled(offset, reached, direction)]
+        return distance, [x * (1.0 / self.radius) for x in add_scaled(offset, distance, direction)]
 
     def _sphere_cast(self, starts, directions, lengths, radius):
         offset = [o - c for o, c in zip(starts.T, self.center)]
         direction = components(directions)
         distance = ball_entry(offset, direction, self.radius + radius)
-        finite = np.where(distance < np.inf, distance, 0.0)
+        finite = np.where(distance < np.inf, distance, 0.0)  # (NaN, inf: misses)
         center = starts + finite[:, None] * directions
         # From the target toward the moving centre; when the cast starts at the target's
         # centre (overlap, no direction to speak of) face back along the cast, or up.
