@@ -52,32 +52,46 @@ class Cylinder:
         # the arithmetic finite and the interval is then widened to (-inf, inf).
         a = np.sqrt(dot(radial_direction, radial_direction))
         along_axis = a == 0.0
-        a = np.maximum(a, 1e-300)
+        any_along_axis = along_axis.any()
+        if any_along_axis:
+            a = np.maximum(a, 1e-300)
+        inverse_a = 1.0 / a
         side_enter, side_leave, side_valid = line_ball_interval(
-            radial_origin, [x / a for x in radial_direction], self.radius)
-        side_enter = np.minimum(side_enter / a, signed_infinity(along_axis))
-        side_leave = np.maximum(side_leave / a, -signed_infinity(along_axis))
+            radial_origin, [x * inverse_a for x in radial_direction], self.radius)
+        side_enter = side_enter * inverse_a
+        side_leave = side_leave * inverse_a
+        if any_along_axis:
+            side_enter = np.minimum(side_enter, signed_infinity(along_axis))
+            side_leave = np.maximum(side_leave, -signed_infinity(along_axis))
 
         # Slab between the caps; a ray parallel to them is inside for all t or never.
-        parallel_to_caps = dz == 0.0
-        safe_dz = dz + parallel_to_caps
-        to_bottom = -z0 / safe_dz
-        to_top = (self.height - z0) / safe_dz
-        slab_enter = np.minimum(np.minimum(to_bottom, to_top), signed_infinity(parallel_to_caps))
-        slab_leave = np.maximum(np.maximum(to_bottom, to_top), -signed_infinity(parallel_to_caps))
         between_caps = (z0 >= 0.0) & (z0 <= self.height)
-        slab_valid = ~parallel_to_caps | between_caps
+        parallel_to_caps = dz == 0.0
+        any_parallel = parallel_to_caps.any()
+        safe_dz = dz + parallel_to_caps if any_parallel else dz
+        inverse_dz = 1.0 / safe_dz
+        to_bottom = -z0 * inverse_dz
+        to_top = to_bottom + self.height * inverse_dz
+        slab_enter = np.minimum(to_bottom, to_top)
+        slab_leave = np.maximum(to_bottom, to_top)
+        valid = side_valid
+        if any_parallel:
+            slab_enter = np.minimum(slab_enter, signed_infinity(parallel_to_caps))
+            slab_leave = np.maximum(slab_leave, -signed_infinity(parallel_to_caps))
+            valid = valid & (~parallel_to_caps | between_caps)
 
         enter = np.maximum(side_enter, slab_enter)
         leave = np.minimum(side_leave, slab_leave)
         inside = (dot(radial_origin, radial_origin) <= self.radius * self.radius) & between_caps
-        distance = first_entry(enter, leave, side_valid & slab_valid & (enter <= leave), inside)
+        distance = first_entry(enter, leave, valid & (enter <= leave), inside)
 
         # Normal: the cap's -sign(d.w) w when the slab set the entry, else radial.
         radial_hit = add_scaled(radial_origin, distance, radial_direction)
-        radial_length = np.maximum(np.sqrt(dot(radial_hit, radial_hit)), 1e-300)
-        through_cap = (slab_enter >= side_enter).astype(np.float64)
+        inverse_length = 1.0 / np.maximum(np.sqrt(dot(radial_hit, radial_hit)), 1e-300)
+        through_cap = slab_enter >= side_enter
         cap_sign = -np.sign(safe_dz)
-        normal = [side / radial_length + through_cap * (cap_sign * axis - side / radial_length)
-                  for side, axis in zip(radial_hit, w)]
+        normal = []
+        for side, axis in zip(radial_hit, w):
+            side = side * inverse_length
+            normal.append(side + through_cap * (cap_sign * axis - side))
         return distance, normal
