@@ -48,6 +48,7 @@ from .. import core
 RELATIVE_TOLERANCE = 1e-5
 SNAP_TOLERANCE = 3e-6          # relative to the shape's size
 MIN_CYLINDER_SEGMENTS = 5
+SIMILARITY_TOLERANCE = 1e-6    # relative spread of a placement's singular values
 
 
 class NotRecognized(ValueError):
@@ -364,6 +365,22 @@ def recognize(obj, depsgraph) -> Recognized:
     except NotRecognized as reason:
         reasons.append(f"not a sphere: {reason}")
     raise NotRecognized(f"{name} is not a supported shape: " + "; ".join(reversed(reasons)))
+
+
+def as_similarity(placed):
+    """``placed`` with its matrix made an exact similarity (k Q: rotation or reflection times
+    one scale) when it is one up to the float32 noise of Blender's matrices (the singular
+    values agree within ``SIMILARITY_TOLERANCE``); core's sphere casts need an exact one.
+    Q is the nearest orthogonal matrix (polar decomposition), k snaps like the shape
+    parameters. Other placements are returned unchanged (core refuses them with a reason)."""
+    linear = placed.matrix[:3, :3]
+    left, singular, right = np.linalg.svd(linear)
+    if singular[0] - singular[-1] > SIMILARITY_TOLERANCE * singular[0]:
+        return placed
+    scale = float(snapped(np.sqrt(singular[0] * singular[-1]), float(singular[0])))
+    matrix = placed.matrix.copy()
+    matrix[:3, :3] = scale * (left @ right)
+    return core.Placed(placed.shape, matrix)
 
 
 def recognize_all(objects, depsgraph) -> list:

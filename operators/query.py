@@ -8,6 +8,8 @@ supported shape) is reported as an error and cancels the operator with the scene
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import bpy
 import numpy as np
 from bpy.props import FloatVectorProperty
@@ -151,6 +153,7 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
             if unsupported:
                 raise ValueError("Sphere Cast supports sphere targets only so far; not yet: "
                                  + ", ".join(unsupported))
+            targets = [replace(t, shape=mapping.as_similarity(t.shape)) for t in targets]
             contact = nearest.first_cast_contact(targets, np.array(self.start),
                                                  np.array(self.end), self.radius)
         except ValueError as error:

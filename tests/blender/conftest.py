@@ -16,6 +16,9 @@ import bpy  # noqa: E402  (must come after BLENDER_USER_RESOURCES is set)
 import pytest  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)  # blender_scenes.py, the tests' shared helpers
 
 
 def import_addon():

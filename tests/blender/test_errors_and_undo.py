@@ -1,0 +1,115 @@
+"""Failed operators leave the scene exactly as it was (and raise RuntimeError when called
+from Python); undo removes what a query created."""
+import bpy
+import pytest
+
+from blender_scenes import (add_cylinder, add_uv_sphere, created_markers, select_only,
+                            snapshot)
+
+
+@pytest.fixture
+def sphere_and_cube(empty_scene):
+    sphere = add_uv_sphere(radius=1.0, location=(0.0, 0.0, -5.0))
+    bpy.ops.mesh.primitive_cube_add(location=(3.0, 0.0, -5.0))
+    cube = bpy.context.object
+    # An earlier result, so "unchanged" also covers the add-on's own collection.
+    select_only(sphere)
+    bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1))
+    return sphere, cube
+
+
+def assert_fails_and_changes_nothing(call, message):
+    before = snapshot()
+    with pytest.raises(RuntimeError, match=message):
+        call()
+    assert snapshot() == before
+
+
+def test_nothing_selected(sphere_and_cube):
+    select_only()
+    assert_fails_and_changes_nothing(bpy.ops.geometry_queries.fire_ray, "Select the objects")
+    assert_fails_and_changes_nothing(bpy.ops.geometry_queries.sphere_cast, "Select the objects")
+
+
+def test_cube_selected_names_the_cube_and_why(sphere_and_cube):
+    sphere, cube = sphere_and_cube
+    select_only(sphere, cube)   # the sphere alone would work: still nothing is written
+    assert_fails_and_changes_nothing(
+        lambda: bpy.ops.geometry_queries.fire_ray(origin=(3, 0, 0), direction=(0, 0, -1)),
+        "Cube is not a supported shape: .*only 4 vertices per circle")
+
+
+def test_zero_direction(sphere_and_cube):
+    assert_fails_and_changes_nothing(
+        lambda: bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, 0)),
+        "direction must be a non-zero vector")
+
+
+def test_view_direction_without_a_3d_view(sphere_and_cube):
+    assert bpy.context.area is None   # headless: no editor to take a view from
+    assert_fails_and_changes_nothing(
+        lambda: bpy.ops.geometry_queries.fire_ray(direction_source='VIEW'),
+        "needs a 3D viewport.*pass direction=")
+
+
+def test_sphere_cast_at_a_cylinder_is_not_supported_yet(sphere_and_cube):
+    cylinder = add_cylinder(location=(0.0, 0.0, -5.0))
+    select_only(cylinder)
+    assert_fails_and_changes_nothing(
+        lambda: bpy.ops.geometry_queries.sphere_cast(start=(0, 0, 0), end=(0, 0, -10)),
+        r"Sphere Cast supports sphere targets only so far; not yet: Cylinder \(cylinder\)")
+
+
+def test_sphere_cast_at_a_non_uniformly_scaled_sphere(sphere_and_cube):
+    sphere, _ = sphere_and_cube
+    sphere.scale = (1.0, 1.0, 2.0)
+    assert_fails_and_changes_nothing(
+        lambda: bpy.ops.geometry_queries.sphere_cast(start=(0, 0, 0), end=(0, 0, -10)),
+        "Sphere: sphere_cast needs a placement without non-uniform scale")
+
+
+def test_edit_mode_is_refused_by_poll(sphere_and_cube):
+    bpy.ops.object.mode_set(mode='EDIT')
+    assert not bpy.ops.geometry_queries.fire_ray.poll()
+    assert_fails_and_changes_nothing(bpy.ops.geometry_queries.fire_ray, "Object Mode")
+    bpy.ops.object.mode_set(mode='OBJECT')
+
+
+def test_clear_hits_with_nothing_to_clear(empty_scene):
+    add_uv_sphere()
+    assert_fails_and_changes_nothing(bpy.ops.geometry_queries.clear_hits, "Nothing to clear")
+
+
+@pytest.mark.parametrize("operator, arguments", [
+    ("fire_ray", dict(origin=(0, 0, 0), direction=(0, 0, -1), pattern='FAN', fan_count=9)),
+    ("fire_ray", dict(origin=(0, 0, 0), direction=(0, 0, -1), pattern='GRID', grid_rows=20,
+                      grid_columns=20, output='POINT_MESH')),
+    ("sphere_cast", dict(start=(0, 0, 0), end=(0, 0, -10), radius=0.5)),
+])
+def test_undo_removes_the_hits(empty_scene, operator, arguments):
+    """Headless, Blender has no undo stack until ``ed.undo_push`` creates one, and operators
+    called from Python push an undo step only when asked (the second positional argument,
+    ``undo=True``); then ``ed.undo`` works as in the UI."""
+    sphere = add_uv_sphere(radius=1.0, location=(0.0, 0.0, -5.0))
+    select_only(sphere)
+    bpy.ops.ed.undo_push(message="Scene ready")
+    before = snapshot()
+    getattr(bpy.ops.geometry_queries, operator)('EXEC_DEFAULT', True, **arguments)
+    after = snapshot()
+    assert after != before
+    bpy.ops.ed.undo()
+    assert snapshot() == before
+    bpy.ops.ed.redo()
+    assert snapshot() == after
+
+
+def test_undo_of_clear_hits_brings_them_back(empty_scene):
+    sphere = add_uv_sphere(radius=1.0, location=(0.0, 0.0, -5.0))
+    select_only(sphere)
+    bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1))
+    bpy.ops.ed.undo_push(message="Hit")
+    with_hits = snapshot()
+    bpy.ops.geometry_queries.clear_hits('EXEC_DEFAULT', True)
+    assert created_markers() == []
+    bpy.ops.ed.undo()
+    assert snapshot() == with_hits
