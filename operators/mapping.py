@@ -189,6 +189,41 @@ def shape_size(points: np.ndarray) -> float:
 # ---------------------------------------------------------------------------- recognisers
 # Each returns (local shape, description) or raises NotRecognized with the reason alone.
 
+def lattice_diagonals(triangles: np.ndarray, i: np.ndarray, j: np.ndarray, nx: int, ny: int):
+    """Each lattice cell's diagonal, (ny-1, nx-1) bool (True: split along (i+1, j)-(i, j+1)),
+    from the mesh's loop triangles (vertex indices) and the lattice column ``i`` and row
+    ``j`` of every vertex; NotRecognized unless every cell holds exactly two triangles.
+
+    A triangle of cell (ci, cj) uses three of its four corners, coded (i - ci) + 2 (j - cj):
+    0 (ci, cj), 1 (ci+1, cj), 2 (ci, cj+1), 3 (ci+1, cj+1); the code it leaves out is
+    6 - (sum of its codes). A cell split along (ci, cj)-(ci+1, cj+1) has triangles leaving
+    out 1 and 2; split along (ci+1, cj)-(ci, cj+1), 0 and 3: either way they sum to 3."""
+    cells = (nx - 1) * (ny - 1)
+    not_cells = NotRecognized(f"its faces do not cover the {nx}x{ny} vertex lattice cell by cell")
+    if len(triangles) != 2 * cells:
+        raise not_cells
+    # Column-wise arithmetic: numpy reductions along a length-3 axis are slow.
+    first, second, third = triangles[:, 0], triangles[:, 1], triangles[:, 2]
+    i0, i1, i2 = i[first], i[second], i[third]
+    j0, j1, j2 = j[first], j[second], j[third]
+    cell_i = np.minimum(np.minimum(i0, i1), i2)
+    cell_j = np.minimum(np.minimum(j0, j1), j2)
+    c0 = (i0 - cell_i) + 2 * (j0 - cell_j)
+    c1 = (i1 - cell_i) + 2 * (j1 - cell_j)
+    c2 = (i2 - cell_i) + 2 * (j2 - cell_j)
+    within_cell = (np.maximum(np.maximum(i0, i1), i2) - cell_i <= 1) & \
+        (np.maximum(np.maximum(j0, j1), j2) - cell_j <= 1)
+    if not (within_cell & (c0 != c1) & (c1 != c2) & (c0 != c2)).all():
+        raise not_cells
+    left_out = 6 - (c0 + c1 + c2)
+    cell = cell_j * (nx - 1) + cell_i
+    if (np.bincount(cell, minlength=cells) != 2).any() or \
+            (np.bincount(cell, weights=left_out, minlength=cells) != 3).any():
+        raise not_cells
+    anti = np.bincount(cell, weights=(left_out == 0), minlength=cells)
+    return (anti == 1).reshape(ny - 1, nx - 1)
+
+
 def as_terrain(mesh, points: np.ndarray):
     x, y, z = points[:, 0], points[:, 1], points[:, 2]
     x_min, x_max, y_min, y_max = x.min(), x.max(), y.min(), y.max()
@@ -203,44 +238,16 @@ def as_terrain(mesh, points: np.ndarray):
         raise NotRecognized("its vertices do not form a regular XY lattice")
     dx = (x_max - x_min) / (nx - 1)
     dy = (y_max - y_min) / (ny - 1)
-    i = np.rint((x - x_min) / dx).astype(np.int64)
-    j = np.rint((y - y_min) / dy).astype(np.int64)
+    i = np.rint((x - x_min) / dx).astype(np.int32)
+    j = np.rint((y - y_min) / dy).astype(np.int32)
     on_lattice = (np.abs(x - (x_min + i * dx)) <= tolerance) & (np.abs(y - (y_min + j * dy)) <= tolerance)
-    lattice_index = j * nx + i
+    lattice_index = j.astype(np.int64) * nx + i
     if not on_lattice.all() or np.bincount(lattice_index, minlength=nx * ny).max() != 1:
         raise NotRecognized("its vertices do not form a regular XY lattice")
     heights = np.empty(nx * ny)
     heights[lattice_index] = z
     heights = heights.reshape(ny, nx)
-
-    # Diagonals: each triangle of a lattice cell uses three of its four corners, coded
-    # (di + 2 dj) = 0 (i, j), 1 (i+1, j), 2 (i, j+1), 3 (i+1, j+1). A cell split along
-    # (i, j)-(i+1, j+1) has triangles missing corners 1 and 2; along (i+1, j)-(i, j+1),
-    # corners 0 and 3. Either way the two missing codes sum to 3.
-    triangles = loop_triangle_vertices(mesh)
-    cells = (nx - 1) * (ny - 1)
-    not_cells = NotRecognized(f"its faces do not cover the {nx}x{ny} vertex lattice cell by cell")
-    if len(triangles) != 2 * cells:
-        raise not_cells
-    ti, tj = i[triangles], j[triangles]
-    cell_i, cell_j = ti.min(axis=1), tj.min(axis=1)
-    di, dj = ti - cell_i[:, None], tj - cell_j[:, None]
-    if di.max() > 1 or dj.max() > 1:
-        raise not_cells
-    corner_mask = (1 << (di + 2 * dj)).sum(axis=1)
-    missing_by_mask = {0b1110: 0, 0b1101: 1, 0b1011: 2, 0b0111: 3}
-    missing = np.full(len(triangles), -1)
-    for mask, corner in missing_by_mask.items():
-        missing[corner_mask == mask] = corner
-    if (missing < 0).any():
-        raise not_cells
-    cell = cell_j * (nx - 1) + cell_i
-    per_cell = np.bincount(cell, minlength=cells)
-    missing_sum = np.bincount(cell, weights=missing, minlength=cells)
-    flipped = np.bincount(cell, weights=(missing == 0) | (missing == 3), minlength=cells)
-    if (per_cell != 2).any() or (missing_sum != 3).any():
-        raise not_cells
-    diagonals = (flipped == 2).reshape(ny - 1, nx - 1)
+    diagonals = lattice_diagonals(loop_triangle_vertices(mesh), i, j, nx, ny)
 
     shape = core.Heightfield(heights, spacing=(dx, dy), origin=(x_min, y_min),
                              surface="TRIANGLES", diagonals=diagonals)

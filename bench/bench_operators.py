@@ -1,0 +1,167 @@
+"""The add-on end to end: 10,000 GRID rays at a UV sphere, a cylinder and a 512x512
+displaced grid together, written as one point mesh, through the operator
+(``bpy.ops.geometry_queries.fire_ray``: map the evaluated objects, query core, write the
+mesh), against the same job done the usual way: a Python loop over ``scene.ray_cast``
+collecting hits and normals, then the same point mesh written with ``foreach_set``.
+
+    .venv/bin/python bench/bench_operators.py
+
+Both jobs start from the same evaluated scene (the depsgraph is evaluated once up front;
+both need it). The operator's first call also triangulates the 512x512 mesh
+(``mesh.loop_triangles``), which Blender then keeps with the evaluated mesh; it is shown
+separately. Target: the operator job <= 0.5 s.
+"""
+import os
+import sys
+import tempfile
+import time
+
+import common  # noqa: F401  (sets BLENDER_USER_RESOURCES before bpy is imported)
+
+import bpy  # noqa: E402
+import numpy as np  # noqa: E402
+from mathutils import Vector  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROWS = COLUMNS = 100
+LARGE_ROWS = LARGE_COLUMNS = 316      # ~100,000 rays: how both scale with the batch
+WIDTH = 9.5
+ORIGIN, DIRECTION, MAX_DISTANCE = (0.0, 0.0, 10.0), (0.0, 0.0, -1.0), 100.0
+REPEAT = 5
+
+
+def register_addon_from_checkout():
+    if "geometry_queries" not in sys.modules:
+        link_dir = tempfile.mkdtemp(prefix="gq-addon-")
+        os.symlink(ROOT, os.path.join(link_dir, "geometry_queries"))
+        sys.path.insert(0, link_dir)
+    import geometry_queries
+
+    geometry_queries.register()
+    return geometry_queries
+
+
+def build_scene():
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.mesh.primitive_uv_sphere_add(segments=32, ring_count=16, radius=1.5,
+                                         location=(-2.5, 0.0, 2.0))
+    bpy.ops.mesh.primitive_cylinder_add(vertices=32, radius=1.0, depth=3.0,
+                                        location=(2.5, 0.0, 2.0), rotation=(0.3, 0.0, 0.0))
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=511, y_subdivisions=511, size=10.0)
+    terrain = bpy.context.object
+    displace = terrain.modifiers.new("Displace", 'DISPLACE')
+    displace.texture = bpy.data.textures.new("Hills", 'CLOUDS')
+    displace.texture.noise_scale = 2.0
+    displace.strength = 0.6
+    for obj in bpy.data.objects:
+        obj.select_set(True)
+    bpy.context.evaluated_depsgraph_get()
+
+
+def grid_rays(rows=ROWS, columns=COLUMNS):
+    from geometry_queries.operators import patterns
+
+    return patterns.ray_pattern('GRID', ORIGIN, DIRECTION, grid_rows=rows, grid_columns=columns,
+                                grid_width=WIDTH)
+
+
+def write_point_mesh(points, normals):
+    """The same output the operator writes: one vertex per hit, a hit_normal attribute."""
+    mesh = bpy.data.meshes.new("Loop Hits")
+    mesh.vertices.add(len(points))
+    mesh.attributes["position"].data.foreach_set("vector", points.astype(np.float32).ravel())
+    attribute = mesh.attributes.new("hit_normal", 'FLOAT_VECTOR', 'POINT')
+    attribute.data.foreach_set("vector", normals.astype(np.float32).ravel())
+    mesh.update()
+    obj = bpy.data.objects.new("Loop Hits", mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def ray_cast_loop_job(rows=ROWS, columns=COLUMNS):
+    """What a script does without the add-on: one scene.ray_cast per ray."""
+    scene = bpy.context.scene
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    origins, directions = grid_rays(rows, columns)
+    points, normals = [], []
+    for origin, direction in zip(origins.tolist(), directions.tolist()):
+        found, location, normal, _, _, _ = scene.ray_cast(
+            depsgraph, Vector(origin), Vector(direction), distance=MAX_DISTANCE)
+        if found:
+            points.append(location[:])
+            normals.append(normal[:])
+    return write_point_mesh(np.array(points), np.array(normals))
+
+
+def operator_job(rows=ROWS, columns=COLUMNS):
+    bpy.ops.geometry_queries.fire_ray(origin=ORIGIN, direction=DIRECTION, pattern='GRID',
+                                      grid_rows=rows, grid_columns=columns, grid_width=WIDTH,
+                                      max_distance=MAX_DISTANCE, output='POINT_MESH')
+    return bpy.data.objects["Ray Hits"]
+
+
+def timed(job, clean_up):
+    start = time.perf_counter()
+    result = job()
+    elapsed = time.perf_counter() - start
+    vertices = len(result.data.vertices)
+    clean_up(result)
+    return elapsed, vertices
+
+
+def remove(obj):
+    mesh = obj.data
+    bpy.data.objects.remove(obj)
+    bpy.data.meshes.remove(mesh)
+
+
+def stage_times():
+    """Where the operator's time goes, each stage timed on its own."""
+    from geometry_queries.operators import mapping, nearest
+
+    context = bpy.context
+    depsgraph = context.evaluated_depsgraph_get()
+    start = time.perf_counter()
+    targets = mapping.recognize_all(context.selected_objects, depsgraph)
+    mapped = time.perf_counter()
+    origins, directions = grid_rays()
+    hits = nearest.nearest_ray_hits(targets, origins, directions, MAX_DISTANCE)
+    queried = time.perf_counter()
+    return {"map objects": mapped - start, "query core": queried - mapped,
+            "hits": int(hits.hit.sum())}
+
+
+def main():
+    register_addon_from_checkout()
+    build_scene()
+
+    first, first_hits = timed(operator_job, lambda obj: bpy.ops.geometry_queries.clear_hits())
+    operator_times, operator_hits = zip(*[
+        timed(operator_job, lambda obj: bpy.ops.geometry_queries.clear_hits())
+        for _ in range(REPEAT)])
+    loop_times, loop_hits = zip(*[timed(ray_cast_loop_job, remove) for _ in range(2)])
+    stages = stage_times()
+
+    operator_time, loop_time = min(operator_times), min(loop_times)
+    print(f"\n{ROWS * COLUMNS} GRID rays at a UV sphere (32x16), a cylinder (32) and a 512x512 "
+          "displaced grid, point-mesh output")
+    print(f"  operator  bpy.ops.geometry_queries.fire_ray   {operator_time * 1e3:8.1f} ms "
+          f"(best of {REPEAT}; first call {first * 1e3:.1f} ms)  {operator_hits[0]} hits")
+    print(f"  loop      scene.ray_cast per ray + mesh      {loop_time * 1e3:8.1f} ms "
+          f"(best of 2)  {loop_hits[0]} hits")
+    print(f"  ratio     loop / operator                    {loop_time / operator_time:8.1f}x")
+    print(f"  stages    map objects {stages['map objects'] * 1e3:.1f} ms, "
+          f"query core {stages['query core'] * 1e3:.1f} ms")
+    large = LARGE_ROWS * LARGE_COLUMNS
+    large_operator, _ = timed(lambda: operator_job(LARGE_ROWS, LARGE_COLUMNS),
+                              lambda obj: bpy.ops.geometry_queries.clear_hits())
+    large_loop, _ = timed(lambda: ray_cast_loop_job(LARGE_ROWS, LARGE_COLUMNS), remove)
+    print(f"  {large} rays: operator {large_operator * 1e3:.1f} ms, loop {large_loop * 1e3:.1f} ms, "
+          f"ratio {large_loop / large_operator:.1f}x")
+    target = 0.5
+    print(f"  target    operator <= {target} s: {'met' if first <= target and operator_time <= target else 'NOT met'}")
+    assert operator_hits[0] == first_hits == stages["hits"]
+
+
+if __name__ == "__main__":
+    main()
