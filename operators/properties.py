@@ -45,11 +45,11 @@ def fan_angle_property():
 
 
 def grid_rows_property():
-    return IntProperty(name="Rows", default=4, min=1, max=4096, soft_max=1000)
+    return IntProperty(name="Rows", default=4, min=1, max=2048, soft_max=1000)
 
 
 def grid_columns_property():
-    return IntProperty(name="Columns", default=4, min=1, max=4096, soft_max=1000)
+    return IntProperty(name="Columns", default=4, min=1, max=2048, soft_max=1000)
 
 
 def grid_width_property():

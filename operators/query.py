@@ -29,11 +29,17 @@ def store_last_result(context, message: str):
         settings.last_result = message
 
 
+def query_targets(context) -> list:
+    """The selected objects, except results the add-on created earlier (hit markers and
+    point meshes are never targets, so selecting everything just works)."""
+    return [obj for obj in context.selected_objects if results.TAG not in obj]
+
+
 def poll_objects_to_query(cls, context) -> bool:
     if context.mode != 'OBJECT':
         cls.poll_message_set("Switch to Object Mode: queries read the evaluated objects")
         return False
-    if not context.selected_objects:
+    if not query_targets(context):
         cls.poll_message_set("Select the objects to query (spheres, cylinders, terrains)")
         return False
     return True
@@ -91,7 +97,7 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
                 self.pattern, self.origin, self.direction, fan_count=self.fan_count,
                 fan_angle=self.fan_angle, grid_rows=self.grid_rows,
                 grid_columns=self.grid_columns, grid_width=self.grid_width)
-            targets = mapping.recognize_all(context.selected_objects,
+            targets = mapping.recognize_all(query_targets(context),
                                             context.evaluated_depsgraph_get())
             hits = nearest.nearest_ray_hits(targets, origins, directions, self.max_distance)
         except ValueError as error:
@@ -147,7 +153,7 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
         try:
             if Vector(self.start) == Vector(self.end):
                 raise ValueError("start and end must differ (the cast needs a direction)")
-            targets = mapping.recognize_all(context.selected_objects,
+            targets = mapping.recognize_all(query_targets(context),
                                             context.evaluated_depsgraph_get())
             unsupported = [f"{t.name} ({t.kind.lower()})" for t in targets if t.kind != 'SPHERE']
             if unsupported:

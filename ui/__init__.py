@@ -12,10 +12,12 @@ _register_classes, _unregister_classes = bpy.utils.register_classes_factory(
 def register():
     settings.register()
     _register_classes()
+    panel.register()
     menu.register()
 
 
 def unregister():
     menu.unregister()
+    panel.unregister()
     _unregister_classes()
     settings.unregister()

@@ -1,11 +1,31 @@
 """View3D > Sidebar > "Geometry Queries": settings, the recognised shape of each selected
-object, the three operators' buttons and the last result."""
+object, the three operators' buttons and the last result.
+
+Recognising a 512x512 terrain takes ~0.1 s, too slow for every redraw of the sidebar, so
+the panel keeps its descriptions until the next depsgraph update (any edit, modifier change,
+transform, frame change or file load empties it): they never outlive the evaluated data they
+describe. The operators never use this; they always recognise afresh."""
 import bpy
+from bpy.app.handlers import persistent
 
 from ..operators import mapping
 from ..operators.properties import FIRE_RAY_SETTINGS
 
-MAX_LISTED_OBJECTS = 8   # each listed object is recognised afresh at every redraw
+MAX_LISTED_OBJECTS = 8
+
+_descriptions = {}   # object name -> (recognised, text), valid until the next depsgraph update
+
+
+@persistent
+def forget_descriptions(*_):
+    _descriptions.clear()
+
+
+def describe(obj, depsgraph):
+    """mapping.describe, remembered until the next depsgraph update."""
+    if obj.name not in _descriptions:
+        _descriptions[obj.name] = mapping.describe(obj, depsgraph)
+    return _descriptions[obj.name]
 
 
 class GeometryQueriesSidebar:
@@ -67,7 +87,7 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
         depsgraph = context.evaluated_depsgraph_get()
         column = box.column(align=True)
         for obj in objects[:MAX_LISTED_OBJECTS]:
-            recognized, text = mapping.describe(obj, depsgraph)
+            recognized, text = describe(obj, depsgraph)
             column.label(text=f"{obj.name}: {text}",
                          icon='CHECKMARK' if recognized else 'ERROR')
         if len(objects) > MAX_LISTED_OBJECTS:
@@ -75,3 +95,16 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
 
 
 classes = (GEOMETRY_QUERIES_PT_main,)
+HANDLERS = (bpy.app.handlers.depsgraph_update_post, bpy.app.handlers.load_post)
+
+
+def register():
+    for handlers in HANDLERS:
+        handlers.append(forget_descriptions)
+
+
+def unregister():
+    for handlers in HANDLERS:
+        if forget_descriptions in handlers:
+            handlers.remove(forget_descriptions)
+    forget_descriptions()

@@ -117,6 +117,18 @@ def test_hit_empty_points_its_z_axis_along_the_normal_and_is_named_after_the_tar
     assert marker.users_collection[0].name == "Geometry Query Hits"
 
 
+def test_earlier_results_among_the_selection_are_not_targets(empty_scene):
+    sphere = add_uv_sphere(radius=1.0, location=(0.0, 0.0, -5.0))
+    select_only(sphere)
+    bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1))
+    (marker,) = created_markers()
+    select_only(sphere, marker)
+    bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1))
+    assert empty_scene.geometry_queries.last_result.startswith("1 of 1 ray hit; nearest: Sphere")
+    select_only(marker)
+    assert not bpy.ops.geometry_queries.fire_ray.poll()
+
+
 def test_fan_fires_the_requested_number_of_rays_within_the_cone(empty_scene):
     big = add_uv_sphere(radius=50.0, location=(0.0, 0.0, -100.0))
     select_only(big)

@@ -11,6 +11,10 @@ def object_menu_entries():
     return [draw.__name__ for draw in bpy.types.VIEW3D_MT_object._dyn_ui_initialize()]
 
 
+def handler_names():
+    return [handler.__name__ for handler in bpy.app.handlers.depsgraph_update_post]
+
+
 def assert_registered():
     for name in OPERATORS + UI_CLASSES:
         assert hasattr(bpy.types, name), name
@@ -20,6 +24,7 @@ def assert_registered():
     assert settings.fixed_type.identifier == "GeometryQueriesSettings"
     assert bpy.context.scene.geometry_queries.pattern == 'SINGLE'
     assert object_menu_entries().count("draw_object_menu") == 1
+    assert handler_names().count("forget_descriptions") == 1
 
 
 def assert_unregistered():
@@ -28,6 +33,7 @@ def assert_unregistered():
     assert "geometry_queries" not in bpy.types.Scene.bl_rna.properties
     assert not hasattr(bpy.context.scene, "geometry_queries")
     assert "draw_object_menu" not in object_menu_entries()
+    assert "forget_descriptions" not in handler_names()
 
 
 def test_register_unregister_three_times_in_a_row(addon):

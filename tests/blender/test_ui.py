@@ -59,6 +59,19 @@ def test_panel_lists_the_recognised_shape_of_each_selected_object(empty_scene):
     assert cube_label[1] == 'ERROR' and "only 4 vertices per circle" in cube_label[0]
 
 
+def test_panel_descriptions_follow_every_depsgraph_update(empty_scene):
+    sphere = add_uv_sphere(radius=1.0)
+    select_only(sphere)
+    assert ("Sphere: Sphere r=1.000", 'CHECKMARK') in draw_panel(bpy.context)["labels"]
+    sphere.scale = (2.0, 2.0, 2.0)
+    assert ("Sphere: Sphere r=2.000", 'CHECKMARK') in draw_panel(bpy.context)["labels"]
+    displace = sphere.modifiers.new("Displace", 'DISPLACE')
+    displace.texture = bpy.data.textures.new("Noise", 'CLOUDS')
+    labels = draw_panel(bpy.context)["labels"]
+    assert any(text.startswith("Sphere: is not a supported shape") and icon == 'ERROR'
+               for text, icon in labels)
+
+
 def test_panel_buttons_pass_the_panel_settings_to_the_operators(empty_scene, addon):
     from geometry_queries.operators.properties import FIRE_RAY_SETTINGS
 
