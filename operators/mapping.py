@@ -240,7 +240,8 @@ def as_terrain(mesh, points: np.ndarray):
     dy = (y_max - y_min) / (ny - 1)
     i = np.rint((x - x_min) / dx).astype(np.int32)
     j = np.rint((y - y_min) / dy).astype(np.int32)
-    on_lattice = (np.abs(x - (x_min + i * dx)) <= tolerance) & (np.abs(y - (y_min + j * dy)) <= tolerance)
+    on_lattice = ((np.abs(x - (x_min + i * dx)) <= tolerance)
+                  & (np.abs(y - (y_min + j * dy)) <= tolerance))
     lattice_index = j.astype(np.int64) * nx + i
     if not on_lattice.all() or np.bincount(lattice_index, minlength=nx * ny).max() != 1:
         raise NotRecognized("its vertices do not form a regular XY lattice")

@@ -81,7 +81,8 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
             self.origin = scene.cursor.location
         if self.direction_source == 'VIEW':
             space = context.space_data
-            region_3d = context.region_data if space is not None and space.type == 'VIEW_3D' else None
+            in_3d_view = space is not None and space.type == 'VIEW_3D'
+            region_3d = context.region_data if in_3d_view else None
             if region_3d is None:
                 raise ValueError("Direction From 'View' needs a 3D viewport to run in, and there "
                                  "is none here (e.g. a script): pass direction=(x, y, z) instead")

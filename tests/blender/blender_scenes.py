@@ -158,7 +158,8 @@ def ray_cylinder(matrix, radius, depth, origin, direction):
         c = o[0] ** 2 + o[1] ** 2 - radius ** 2
         discriminant = b * b - 4 * a * c
         if discriminant >= 0:
-            for t in ((-b - np.sqrt(discriminant)) / (2 * a), (-b + np.sqrt(discriminant)) / (2 * a)):
+            root = np.sqrt(discriminant)
+            for t in ((-b - root) / (2 * a), (-b + root) / (2 * a)):
                 p = o + t * d
                 if t >= 0 and abs(p[2]) <= half:
                     candidates.append((t, np.array([p[0], p[1], 0.0])))

@@ -105,6 +105,23 @@ def test_ray_from_the_3d_cursor_by_default(empty_scene):
     np.testing.assert_allclose(marker["normal"], (-1.0, 0.0, 0.0), atol=1e-6)
 
 
+def test_view_direction_comes_from_the_3d_view_the_operator_runs_in(empty_scene):
+    """Headless there is no editor in the context, but the startup screen has a 3D view:
+    overriding the context with it is what running from that viewport (sidebar, F3) does."""
+    from mathutils import Quaternion
+
+    sphere = add_uv_sphere(radius=1.0, location=(5.0, 0.0, 0.0))
+    select_only(sphere)
+    area = next(a for a in bpy.context.screen.areas if a.type == 'VIEW_3D')
+    region = next(r for r in area.regions if r.type == 'WINDOW')
+    area.spaces.active.region_3d.view_rotation = Quaternion((0.0, 1.0, 0.0), -np.pi / 2)
+    with bpy.context.temp_override(area=area, region=region):
+        bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction_source='VIEW')
+    (marker,) = created_markers()
+    assert marker["distance"] == pytest.approx(4.0, abs=1e-6)
+    np.testing.assert_allclose(marker["normal"], (-1.0, 0.0, 0.0), atol=1e-6)
+
+
 def test_hit_empty_points_its_z_axis_along_the_normal_and_is_named_after_the_target(empty_scene):
     sphere = add_uv_sphere(name="Ball", radius=1.0)
     select_only(sphere)
