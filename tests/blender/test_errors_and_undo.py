@@ -113,3 +113,26 @@ def test_undo_of_clear_hits_brings_them_back(empty_scene):
     assert created_markers() == []
     bpy.ops.ed.undo()
     assert snapshot() == with_hits
+
+
+def test_redo_with_edited_properties_replaces_the_result(empty_scene):
+    """What the Adjust Last Operation panel does: edit the last operator's properties and
+    ``ed.undo_redo``. The origin filled in from the cursor is a set property there. Headless
+    this needs a 3D view in the context (without one Blender 5.0.1 crashes in undo_redo)."""
+    sphere = add_uv_sphere(radius=1.0, location=(0.0, 0.0, -5.0))
+    select_only(sphere)
+    empty_scene.cursor.location = (0.0, 0.0, 0.0)
+    bpy.ops.ed.undo_push(message="Scene ready")
+    bpy.ops.geometry_queries.fire_ray('EXEC_DEFAULT', True)
+    last = bpy.context.window_manager.operators[-1]
+    assert last.bl_idname == "GEOMETRY_QUERIES_OT_fire_ray"
+    assert last.properties.is_property_set("origin") and tuple(last.direction) == (0, 0, -1)
+    last.origin = (0.0, 0.0, 2.0)
+    last.pattern, last.fan_count = 'FAN', 3
+    area = next(a for a in bpy.context.screen.areas if a.type == 'VIEW_3D')
+    region = next(r for r in area.regions if r.type == 'WINDOW')
+    with bpy.context.temp_override(area=area, region=region):
+        bpy.ops.ed.undo_redo()
+    (marker,) = created_markers()
+    assert marker["distance"] == pytest.approx(6.0, abs=1e-9)   # from the new origin only
+    assert bpy.context.scene.geometry_queries.last_result.startswith("1 of 3 rays hit")
