@@ -1,0 +1,89 @@
+"""Install the built extension zip into a fresh Blender, use it, uninstall it; print what was
+observed as one JSON line (prefixed with ``RESULT ``) for tests/blender/test_install.py.
+
+    python tests/blender/install_check.py geometry_queries-<version>.zip
+    blender -b --factory-startup --python tests/blender/install_check.py -- <zip>
+
+Run in its own process, with its own BLENDER_USER_RESOURCES (the test sets it; run by hand,
+a temporary directory is used), so the extension repository it installs into is empty and
+nothing clashes with the dev copy of the add-on that the test session registers.
+"""
+import json
+import os
+import sys
+import tempfile
+
+if "bpy" not in sys.modules:
+    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="gq-install-"))
+
+import bpy  # noqa: E402  (after BLENDER_USER_RESOURCES)
+
+PKG_ID = "geometry_queries"
+REPO = "user_default"
+MODULE = f"bl_ext.{REPO}.{PKG_ID}"
+
+
+def script_args():
+    """Arguments after ``--`` (Blender binary) or after the script name (Python)."""
+    return sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else sys.argv[1:]
+
+
+def registered_state():
+    """What of the add-on is visible to Blender right now."""
+    return {
+        "operators": sorted(dir(bpy.ops.geometry_queries)),
+        "types": sorted(name for name in dir(bpy.types) if name.startswith("GEOMETRY_QUERIES_")),
+        "scene_property": hasattr(bpy.types.Scene, PKG_ID),
+        "modules": sorted(name for name in sys.modules if name.startswith(MODULE)),
+        "addon_enabled": MODULE in bpy.context.preferences.addons,
+        "object_menu_entries": [
+            func.__module__ for func in getattr(bpy.types.VIEW3D_MT_object.draw, "_draw_funcs", ())
+            if func.__module__.startswith(MODULE)],
+    }
+
+
+def fire_one_ray():
+    """A ray straight down at a UV sphere of radius 1 at the origin, off-centre."""
+    for obj in list(bpy.data.objects):
+        bpy.data.objects.remove(obj)
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=1.0, location=(0.0, 0.0, 0.0))
+    sphere = bpy.context.object
+    for obj in bpy.context.view_layer.objects:
+        obj.select_set(obj == sphere)
+    result = bpy.ops.geometry_queries.fire_ray(origin=(0.2, 0.1, 5.0), direction=(0.0, 0.0, -1.0))
+    hits = [obj for obj in bpy.data.objects if "distance" in obj]
+    return {
+        "result": sorted(result),
+        "hit_names": [obj.name for obj in hits],
+        "hit_distances": [float(obj["distance"]) for obj in hits],
+        "hit_points": [list(obj["point"]) for obj in hits],
+        "operator_module": bpy.types.GEOMETRY_QUERIES_OT_fire_ray.__module__,
+        "core_file": sys.modules[MODULE + ".core"].__file__,
+    }
+
+
+def main():
+    (zip_path,) = script_args()
+    repo = next(r for r in bpy.context.preferences.extensions.repos if r.module == REPO)
+    observed = {"user_resources": os.environ["BLENDER_USER_RESOURCES"],
+                "repo_directory": repo.directory,
+                "before": registered_state()}
+
+    observed["install"] = sorted(bpy.ops.extensions.package_install_files(
+        filepath=os.path.abspath(zip_path), repo=REPO, enable_on_install=True))
+    observed["installed"] = registered_state()
+    observed["installed_files"] = sorted(os.listdir(os.path.join(repo.directory, PKG_ID)))
+    observed["fire_ray"] = fire_one_ray()
+
+    observed["uninstall"] = sorted(bpy.ops.extensions.package_uninstall(
+        repo_directory=repo.directory, pkg_id=PKG_ID))
+    observed["uninstalled"] = registered_state()
+    observed["package_dir_left"] = os.path.exists(os.path.join(repo.directory, PKG_ID))
+    import bl_ext
+
+    observed["in_bl_ext"] = hasattr(getattr(bl_ext, REPO, None), PKG_ID)
+    print("RESULT " + json.dumps(observed), flush=True)
+
+
+if __name__ == "__main__":
+    main()

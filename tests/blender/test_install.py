@@ -1,0 +1,108 @@
+"""The extension the way a user gets it: Blender's own ``blender_ext.py build`` makes the zip,
+a fresh Blender (a subprocess with its own BLENDER_USER_RESOURCES) installs it with
+``extensions.package_install_files``, fires a ray through the installed operator, and
+uninstalls it with ``extensions.package_uninstall``, leaving nothing registered."""
+import json
+import math
+import os
+import subprocess
+import sys
+import zipfile
+
+import bpy
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+INSTALL_CHECK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "install_check.py")
+ADDON_FOLDERS = ("core", "operators", "ui")
+
+
+def blender_ext_path():
+    """blender_ext.py, the extension command line tool shipped inside bpy / Blender."""
+    path = os.path.join(bpy.utils.system_resource('SCRIPTS'), "addons_core", "bl_pkg", "cli",
+                        "blender_ext.py")
+    assert os.path.isfile(path), path
+    return path
+
+
+def blender_command(script, *args):
+    """Run ``script`` in a new Blender: the Blender binary when we are inside one, else this
+    Python (bpy as a module)."""
+    if bpy.app.binary_path:
+        return [bpy.app.binary_path, "-b", "--factory-startup", "--python-exit-code", "1",
+                "--python", script, "--", *args]
+    return [sys.executable, script, *args]
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory):
+    out_dir = tmp_path_factory.mktemp("gq-package")
+    subprocess.run([sys.executable, blender_ext_path(), "build", "--source-dir", ROOT,
+                    "--output-dir", str(out_dir)], check=True, capture_output=True, text=True)
+    (zip_name,) = os.listdir(out_dir)
+    return out_dir / zip_name
+
+
+def test_package_is_named_after_id_and_version(package):
+    manifest = zipfile.ZipFile(package).read("blender_manifest.toml").decode()
+    version = next(line.split('"')[1] for line in manifest.splitlines()
+                   if line.startswith("version ="))
+    assert package.name == f"geometry_queries-{version}.zip"
+
+
+def test_package_holds_only_the_addon(package):
+    names = zipfile.ZipFile(package).namelist()
+    assert {name.split("/")[0] for name in names} == {
+        "blender_manifest.toml", "__init__.py", *ADDON_FOLDERS}
+    for name in names:
+        parts = name.split("/")
+        assert not any(part.startswith(".") or part == "__pycache__" for part in parts), name
+        assert name == "blender_manifest.toml" or name.endswith(".py"), name
+    # ... and every module of the add-on is in it.
+    for folder in ADDON_FOLDERS:
+        for file_name in os.listdir(os.path.join(ROOT, folder)):
+            if file_name.endswith(".py"):
+                assert f"{folder}/{file_name}" in names
+
+
+def test_install_fire_ray_uninstall_in_fresh_blender(package, tmp_path):
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "user"))
+    env.pop("PYTHONPATH", None)  # only the installed copy may be importable
+    run = subprocess.run(blender_command(INSTALL_CHECK, str(package)), env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    result_lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
+    assert len(result_lines) == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    observed = json.loads(result_lines[0][len("RESULT "):])
+
+    user_dir = str(tmp_path / "user")
+    assert observed["user_resources"] == user_dir
+    assert observed["repo_directory"].startswith(user_dir)
+    assert observed["before"] == {"operators": [], "types": [], "scene_property": False,
+                                  "modules": [], "addon_enabled": False,
+                                  "object_menu_entries": []}
+
+    assert observed["install"] == ["FINISHED"]
+    installed = observed["installed"]
+    assert installed["operators"] == ["clear_hits", "fire_ray", "sphere_cast"]
+    assert "GEOMETRY_QUERIES_OT_fire_ray" in installed["types"]
+    assert installed["scene_property"] and installed["addon_enabled"]
+    assert "bl_ext.user_default.geometry_queries" in installed["modules"]
+    assert installed["object_menu_entries"] == ["bl_ext.user_default.geometry_queries.ui.menu"]
+    assert "blender_manifest.toml" in observed["installed_files"]
+    assert "tests" not in observed["installed_files"]
+
+    # The ray (0.2, 0.1, 5) -> -Z meets the unit sphere at z = sqrt(1 - 0.2^2 - 0.1^2).
+    fired = observed["fire_ray"]
+    assert fired["result"] == ["FINISHED"]
+    assert fired["operator_module"].startswith("bl_ext.user_default.geometry_queries.")
+    assert fired["core_file"].startswith(user_dir)
+    assert fired["hit_names"] == ["Sphere hit"]
+    z = math.sqrt(1.0 - 0.2**2 - 0.1**2)
+    assert fired["hit_distances"][0] == pytest.approx(5.0 - z, abs=1e-6)
+    assert fired["hit_points"][0] == pytest.approx([0.2, 0.1, z], abs=1e-6)
+
+    assert observed["uninstall"] == ["FINISHED"]
+    assert observed["uninstalled"] == observed["before"]
+    assert not observed["package_dir_left"]
+    assert not observed["in_bl_ext"]
