@@ -334,7 +334,17 @@ def scale_description(matrix: np.ndarray):
 def recognize(obj, depsgraph) -> Recognized:
     """``obj`` (an original or evaluated object) as a placed core shape.
 
-    Raises NotRecognized naming the object and why it is not a sphere, cylinder or terrain."""
+    Raises NotRecognized naming the object and why it is not a sphere, cylinder or terrain,
+    or why core refused it (e.g. a zero scale makes its matrix singular)."""
+    try:
+        return recognize_shape(obj, depsgraph)
+    except NotRecognized:
+        raise
+    except ValueError as error:
+        raise NotRecognized(f"{obj.name} cannot be queried: {error}") from None
+
+
+def recognize_shape(obj, depsgraph) -> Recognized:
     name = obj.name
     if obj.type != 'MESH':
         kind = obj.type.lower().replace("_", " ")

@@ -45,6 +45,14 @@ def test_zero_direction(sphere_and_cube):
         "direction must be a non-zero vector")
 
 
+def test_zero_scale_names_the_object(sphere_and_cube):
+    sphere, _ = sphere_and_cube
+    sphere.scale = (1.0, 0.0, 1.0)
+    assert_fails_and_changes_nothing(
+        lambda: bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1)),
+        "Sphere cannot be queried: matrix is singular")
+
+
 def test_view_direction_without_a_3d_view(sphere_and_cube):
     assert bpy.context.area is None   # headless: no editor to take a view from
     assert_fails_and_changes_nothing(
