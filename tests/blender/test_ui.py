@@ -33,7 +33,8 @@ class RecordingLayout:
     def menu(self, name, **_):
         self.record["menus"].append(name)
 
-    def operator(self, idname, **_):
+    def operator(self, idname, icon='NONE', **_):
+        self.record["labels"].append(("", icon))
         button = SimpleNamespace(idname=idname)
         self.record["operators"].append(button)
         return button
@@ -57,6 +58,16 @@ def test_panel_lists_the_recognised_shape_of_each_selected_object(empty_scene):
     assert ("Sphere: Sphere r=1.000", 'CHECKMARK') in labels
     (cube_label,) = [label for label in labels if label[0].startswith("Cube: ")]
     assert cube_label[1] == 'ERROR' and "only 4 vertices per circle" in cube_label[0]
+
+
+def test_panel_icons_exist_in_blender(empty_scene):
+    sphere = add_uv_sphere(radius=1.0)
+    bpy.ops.mesh.primitive_cube_add(location=(3, 0, 0))
+    select_only(sphere, bpy.context.object)
+    empty_scene.geometry_queries.last_result = "something"
+    icons = {icon for _, icon in draw_panel(bpy.context)["labels"]}
+    known = bpy.types.UILayout.bl_rna.functions["label"].parameters["icon"].enum_items.keys()
+    assert icons - {"NONE"} and icons <= set(known)
 
 
 def test_panel_descriptions_follow_every_depsgraph_update(empty_scene):
