@@ -45,7 +45,9 @@ import numpy as np
 
 from .shapes import as_positive
 
-BLOCK = 8  # cells per side of a hierarchy block
+BLOCK = 8  # cells per side of a hierarchy block (a power of two)
+REACH = 1  # blocks on each side of a block in its neighbourhood max
+SKIPS = 2  # skips by the neighbourhood max before the block walk
 SURFACES = ("TRIANGLES", "BILINEAR")
 METHODS = ("EXACT", "MARCH")
 MARCH_BISECTIONS = 32
@@ -146,7 +148,7 @@ class Heightfield:
         self.tolerance = scale * 2.0 ** -40
         self._flat = self.heights.ravel()
         self._anti = None if self.diagonals is None or not self.diagonals.any() \
-            else self.diagonals.ravel()
+            else self.diagonals.ravel().astype(np.float64)
         self._hierarchy = None
 
     def __repr__(self):
@@ -158,10 +160,19 @@ class Heightfield:
 
     @property
     def hierarchy(self):
-        """(block max, block min) over BLOCK x BLOCK cells, flattened; built on first use."""
+        """The max hierarchy, built on first use and cached: the max vertex height of each
+        block of BLOCK x BLOCK cells, and of each block's neighbourhood of (2 REACH + 1)^2
+        blocks (flattened, row-major over blocks)."""
         if self._hierarchy is None:
-            self._hierarchy = (_block_reduce(self.heights, BLOCK, np.maximum).ravel(),
-                               _block_reduce(self.heights, BLOCK, np.minimum).ravel())
+            block_max = _block_reduce(self.heights, BLOCK, np.maximum)
+            reach_max = block_max
+            for axis in (0, 1):
+                padded = np.pad(reach_max, [(REACH, REACH) if a == axis else (0, 0)
+                                            for a in (0, 1)], mode="edge")
+                length = reach_max.shape[axis]
+                reach_max = np.max([np.take(padded, np.arange(k, k + length), axis=axis)
+                                    for k in range(2 * REACH + 1)], axis=0)
+            self._hierarchy = (block_max.ravel(), reach_max.ravel())
         return self._hierarchy
 
     # -- the surface -----------------------------------------------------------------------
@@ -181,7 +192,7 @@ class Heightfield:
         main_b1 = h01 - h00
         if self._anti is None:
             return (h00, a0, main_b0), (h00, a1, main_b1), None
-        anti = self._anti.take(j * (self.heights.shape[1] - 1) + i)
+        anti = self._anti.take((j * (self.heights.shape[1] - 1) + i).astype(np.intp)) > 0
         b0 = np.where(anti, main_b1, main_b0)
         b1 = np.where(anti, main_b0, main_b1)
         c1 = np.where(anti, h01 + h10 - h11, h00)
@@ -272,154 +283,181 @@ class Heightfield:
     # EXACT: block walk, then cell walk inside candidate blocks ----------------------------
 
     def _walk(self, rays, todo, t0, t1, result):
+        """Every ray walks blocks (coarse) until its lowest z over a block is at or below the
+        block max, then that block's cells (fine), then blocks again if it found nothing.
+        Each iteration moves every coarse ray one block and every fine ray one cell."""
         ny, nx = self.heights.shape
-        block_max, _ = self.hierarchy
+        block_max, reach_max = self.hierarchy
         nbx = -(-(nx - 1) // BLOCK)
-        nby = -(-(ny - 1) // BLOCK)
         tol = self.tolerance
-        # Per-ray constants, compacted together as rows of one matrix.
-        state = _WalkState(rays, todo, t0, t1)
-        U = state.U0 + t0[todo] * state.du
-        V = state.V0 + t0[todo] * state.dv
-        state.I = np.clip(np.floor(U / BLOCK), 0, nbx - 1).astype(np.intp)
-        state.J = np.clip(np.floor(V / BLOCK), 0, nby - 1).astype(np.intp)
-        state.tc = t0[todo]
-        coarse = state
-        while coarse.size:
-            # Phase 1: walk blocks until every ray sits in a candidate block or is done.
-            candidates = []
-            while coarse.size:
+        coarse = _start_walk(rays, todo, t0, t1, nx, ny, reach_max, tol)
+        fine = _State(np.empty((len(FIELDS), 0)))
+        test = self._test_bilinear if self.surface == "BILINEAR" else self._test_triangles
+        while coarse.size or fine.size:
+            entering = None
+            if coarse.size:
                 s = coarse
-                tbx, tby = s.exits(s.I, s.J, BLOCK)
+                tbx, tby = s.exits(s.Ib, s.Jb, BLOCK)
                 te = np.maximum(np.minimum(np.minimum(tbx, tby), s.t1), s.tc)
-                zlow = np.minimum(s.oz + s.tc * s.dz, s.oz + te * s.dz)
-                top = block_max.take(s.J * nbx + s.I)
-                candidate = zlow <= top + tol
+                zlow = s.oz + np.minimum(s.tc * s.dz, te * s.dz)
+                # Ib, Jb are multiples of BLOCK (a power of two): the divisions are exact.
+                # (Float floor division costs ~40 ns per element; avoid it.)
+                block = (s.Jb * (nbx / BLOCK) + s.Ib * (1.0 / BLOCK)).astype(np.intp)
+                top = block_max.take(block, mode="clip")
                 s.te = te
                 s.top = top
                 s.step_x = tbx <= tby
-                if candidate.any():
-                    candidates.append(s.select(candidate))
-                moving = ~candidate & (te < s.t1)
-                coarse = s.select(moving)
-                coarse.advance_block(nbx, nby)
-            if not candidates:
-                break
-            fine = _WalkState.concat(candidates)
-            # Phase 2: walk the cells of each candidate block.
-            left = self._walk_cells(fine, result, nx, ny)
-            # Rays that found nothing in their block go on to the next block.
-            left = left.select(left.te < left.t1)
-            left.advance_block(nbx, nby)
-            coarse = left
+                candidate = zlow <= top + tol
+                entering = s.select(candidate)
+                coarse = s.select(~candidate & (te < s.t1))
+                coarse.next_block()
+            if fine.size:
+                s = fine
+                tbx, tby = s.exits(s.i, s.j, 1)
+                tb = np.maximum(np.minimum(np.minimum(tbx, tby), s.tf), s.ta)
+                hit, finish = test(s, tb, tol, nx)
+                if hit.any():
+                    found = np.flatnonzero(hit)
+                    t, grad_u, grad_v = finish(found)
+                    rows = s.rid.take(found).astype(np.intp)
+                    result.distance[rows] = t
+                    result.grad_u[rows] = grad_u
+                    result.grad_v[rows] = grad_v
+                    result.i[rows] = s.i.take(found)
+                    result.j[rows] = s.j.take(found)
+                step_x = tbx <= tby
+                s.i += step_x * s.sx
+                s.j += (~step_x) * s.sy
+                s.ta = tb
+                # The block's cells end where the block ends (same boundary formula), so a
+                # ray is through with its block exactly when it reaches the fine end.
+                out = tb >= s.tf
+                back = s.select(out & ~hit & (s.te < s.t1))
+                back.next_block()
+                coarse = coarse.join(back)
+                fine = s.select(~(hit | out))
+            if entering is not None and entering.size:
+                self._enter_block(entering, nx, ny, tol)
+                fine = fine.join(entering)
 
-    def _walk_cells(self, s, result, nx, ny):
-        """Cell walk inside each ray's block; records hits, returns the rays without one."""
-        tol = self.tolerance
-        # Start where the ray comes down to the block max (or end where it climbs above it).
+    @staticmethod
+    def _enter_block(s, nx, ny, tol):
+        """Start the cell walk where the ray comes down to the block max (or end it where
+        the ray climbs above it), in the cell under that point (clamped to the block)."""
         to_top = (s.top + tol - s.oz) / s.dz
-        start = np.where(s.dz < 0, np.maximum(s.tc, to_top), s.tc)
+        # Descending rays start at to_top (NaN or 0 for the others, which fmax ignores).
+        start = np.fmax(s.tc, to_top * (s.dz < 0))
         s.tf = np.where(s.dz > 0, np.minimum(s.te, to_top), s.te)
         s.ta = np.minimum(start, s.tf)
-        s.ilo = s.I * BLOCK
-        s.jlo = s.J * BLOCK
-        s.ihi = np.minimum(s.ilo + BLOCK, nx - 1) - 1
-        s.jhi = np.minimum(s.jlo + BLOCK, ny - 1) - 1
-        s.i = np.clip(np.floor(s.U0 + s.ta * s.du), s.ilo, s.ihi).astype(np.intp)
-        s.j = np.clip(np.floor(s.V0 + s.ta * s.dv), s.jlo, s.jhi).astype(np.intp)
-        misses = []
-        test = self._test_bilinear if self.surface == "BILINEAR" else self._test_triangles
-        while s.size:
-            tbx, tby = s.exits(s.i, s.j, 1)
-            tb = np.maximum(np.minimum(np.minimum(tbx, tby), s.tf), s.ta)
-            hit, t, grad_u, grad_v = test(s, tb, tol)
-            if hit.any():
-                rows = s.rid[hit]
-                result.distance[rows] = t[hit]
-                result.grad_u[rows] = grad_u[hit]
-                result.grad_v[rows] = grad_v[hit]
-                result.i[rows] = s.i[hit]
-                result.j[rows] = s.j[hit]
-            step_x = tbx <= tby
-            s.i = s.i + np.where(step_x, s.sx, 0)
-            s.j = s.j + np.where(step_x, 0, s.sy)
-            s.ta = tb
-            out = ((s.i < s.ilo) | (s.i > s.ihi) | (s.j < s.jlo) | (s.j > s.jhi)
-                   | (tb >= s.tf))
-            done = ~hit & out
-            if done.any():
-                misses.append(s.select(done))
-            s = s.select(~hit & ~out)
-        return _WalkState.concat(misses) if misses else s
+        s.i = np.minimum(np.maximum(np.floor(s.U0 + s.ta * s.du), s.Ib),
+                         np.minimum(s.Ib + BLOCK, nx - 1) - 1)
+        s.j = np.minimum(np.maximum(np.floor(s.V0 + s.ta * s.dv), s.Jb),
+                         np.minimum(s.Jb + BLOCK, ny - 1) - 1)
 
-    def _test_triangles(self, s, tb, tol):
-        """First t in [ta, tb] where the ray is at or below the cell's two triangles."""
+    def _gather(self, s, nx):
+        """Corner heights of each ray's cell. The walk keeps cells inside the grid (its cell
+        and box boundaries use one formula); mode="clip" only guards memory."""
+        k = (s.j * nx + s.i).astype(np.intp)
+        flat = self._flat
+        return (flat.take(k, mode="clip"), flat.take(k + 1, mode="clip"),
+                flat.take(k + nx, mode="clip"), flat.take(k + nx + 1, mode="clip"))
+
+    def _test_triangles(self, s, tb, tol, nx):
+        """Which rays meet the cell's two triangles on [ta, tb]; ``finish(rows)`` gives their
+        distance and height gradient (dh/du, dh/dv).
+
+        With P1 the plane of triangle 1 and w the split line's function (w >= 0 on triangle
+        0), the surface is h = P1 + sigma max(w, 0), sigma = (P0 - P1) / w a constant of the
+        cell. Along the ray P1 and w are linear, so g = z - h is linear on both sides of the
+        kink where w = 0: evaluating it at ta, the kink and tb decides everything."""
         ta = s.ta
-        h00, h10, h01, h11 = self._corners(s.i, s.j)
-        (c0, a0, b0), (c1, a1, b1), anti = self._planes(h00, h10, h01, h11, s.i, s.j)
+        h00, h10, h01, h11 = self._gather(s, nx)
         ua = s.U0 + ta * s.du - s.i
         va = s.V0 + ta * s.dv - s.j
-        za = s.oz + ta * s.dz
-        if anti is None:
+        curl = (h00 - h10) + (h11 - h01)
+        a1 = h11 - h01
+        b1 = h01 - h00
+        if self._anti is None:  # every cell split along u = v: w = u - v
+            c1, sigma, eu = h00, -curl, 1.0
             wa = ua - va
             dw = s.du - s.dv
-        else:
-            wa = np.where(anti, 1.0 - ua - va, ua - va)
-            dw = np.where(anti, -s.du - s.dv, s.du - s.dv)
-        # Kink where the ray crosses the diagonal; piece 1 on triangle 0 when w >= 0 after ta.
-        tm = ta - wa / dw
-        cross = (tm > ta) & (tm < tb)
-        tm = np.where(cross, tm, tb)
-        first = (wa > 0) | ((wa == 0) & (dw >= 0))
-        second = first ^ cross
-        ca, aa, ba = np.where(first, c0, c1), np.where(first, a0, a1), np.where(first, b0, b1)
-        cb, ab, bb = np.where(second, c0, c1), np.where(second, a0, a1), np.where(second, b0, b1)
-        ga = za - ca - aa * ua - ba * va
-        sa = s.dz - aa * s.du - ba * s.dv
-        gb = za - cb - ab * ua - bb * va
-        sb = s.dz - ab * s.du - bb * s.dv
-        at_start = ga <= tol
-        on_first = ga + sa * (tm - ta) <= tol
-        on_second = gb + sb * (tb - ta) <= tol
-        t_first = np.minimum(ta + ga / -sa, tm)
-        t_second = np.where(sb < 0, np.clip(ta + gb / -sb, tm, tb), tm)
-        hit = at_start | on_first | on_second
-        early = at_start | on_first
-        t = np.where(at_start, ta, np.where(on_first, t_first, t_second))
-        return hit, t, np.where(early, aa, ab), np.where(early, ba, bb)
+        else:  # split along u + v = 1 where anti: w = 1 - u - v
+            anti = self._anti.take((s.j * (nx - 1) + s.i).astype(np.intp), mode="clip")
+            eu = 1.0 - 2.0 * anti
+            c1 = h00 - anti * curl
+            b1 = b1 + anti * curl
+            sigma = -curl * eu
+            wa = eu * ua - va + anti
+            dw = eu * s.du - s.dv
+        la = (s.oz + ta * s.dz - c1) - a1 * ua - b1 * va
+        slope = s.dz - a1 * s.du - b1 * s.dv
+        lb = tb - ta
+        lm = np.fmin(np.fmax(-wa / dw, 0.0), lb)  # the kink, within [0, lb] (NaN -> 0)
+        ga = la - sigma * np.maximum(wa, 0.0)
+        gm = la + slope * lm - sigma * np.maximum(wa + dw * lm, 0.0)
+        gb = la + slope * lb - sigma * np.maximum(wa + dw * lb, 0.0)
+        hit = np.minimum(np.minimum(ga, gm), gb) <= tol
 
-    def _test_bilinear(self, s, tb, tol):
-        """First t in [ta, tb] where the ray is at or below the cell's bilinear patch."""
+        def finish(rows):
+            g_a, g_m, g_b = ga.take(rows), gm.take(rows), gb.take(rows)
+            l_m, l_b = lm.take(rows), lb.take(rows)
+            at_start = g_a <= tol
+            early = at_start | (g_m <= tol)
+            # Linear pieces: the root is start + length * g(start) / (g(start) - g(end)),
+            # no cancellation (g(start) > 0 >= g(end)); clamped for g(end) in (0, tol].
+            first = l_m * np.minimum(g_a / (g_a - g_m), 1.0)
+            second = l_m + (l_b - l_m) * np.minimum(g_m / (g_m - g_b), 1.0)
+            distance = np.where(at_start, 0.0, np.where(early, first, second))
+            # Which triangle: the sign of w inside the piece the hit lies on.
+            middle = np.where(early & (l_m > 0), 0.5 * l_m, 0.5 * (l_m + l_b))
+            w_a, d_w = wa.take(rows), _take(dw, rows)
+            on_first = (w_a + d_w * middle > 0).astype(np.float64)
+            sig = sigma.take(rows)
+            grad_u = a1.take(rows) + on_first * sig * _take(eu, rows)
+            grad_v = b1.take(rows) - on_first * sig
+            return ta.take(rows) + distance, grad_u, grad_v
+
+        return hit, finish
+
+    def _test_bilinear(self, s, tb, tol, nx):
+        """Which rays meet the cell's bilinear patch on [ta, tb]; ``finish(rows)`` gives their
+        distance and height gradient. Along the ray g = z - h is the quadratic
+        g0 + g1 s + g2 s^2 in s = t - ta: it reaches tol on [0, L] exactly when its least
+        value there (at 0, at L or at the vertex -g1 / 2 g2) does."""
         ta = s.ta
-        h00, h10, h01, h11 = self._corners(s.i, s.j)
-        a, b, c = h10 - h00, h01 - h00, h00 - h10 - h01 + h11
+        h00, h10, h01, h11 = self._gather(s, nx)
+        a, b, c = h10 - h00, h01 - h00, (h00 - h10) + (h11 - h01)
         ua = s.U0 + ta * s.du - s.i
         va = s.V0 + ta * s.dv - s.j
         g0 = s.oz + ta * s.dz - (h00 + a * ua + b * va + c * ua * va)
         g1 = s.dz - (a * s.du + b * s.dv + c * (ua * s.dv + va * s.du))
         g2 = -c * s.du * s.dv
         length = tb - ta
-        discriminant = g1 * g1 - 4.0 * g2 * g0
-        real = discriminant >= 0
-        q = -0.5 * (g1 + np.copysign(np.sqrt(np.maximum(discriminant, 0.0)), g1))
-        r1 = q / g2
-        r2 = g0 / q
-        r1 = np.where(real & (r1 >= 0) & (r1 <= length), r1, np.inf)
-        r2 = np.where(real & (r2 >= 0) & (r2 <= length), r2, np.inf)
-        root = np.minimum(r1, r2)
-        # Within the tolerance: the end of the interval, or a tangent touch at the vertex.
         g_end = g0 + length * (g1 + length * g2)
-        vertex = np.clip(-g1 / (2.0 * g2), 0.0, length)
+        vertex = np.fmin(np.fmax(-g1 / (2.0 * g2), 0.0), length)
         g_vertex = g0 + vertex * (g1 + vertex * g2)
-        root = np.where(np.isfinite(root), root,
-                        np.where(g_end <= tol, length, np.where(g_vertex <= tol, vertex, np.inf)))
-        at_start = g0 <= tol
-        s_hit = np.where(at_start, 0.0, root)
-        hit = np.isfinite(s_hit)
-        s_hit = np.where(hit, s_hit, 0.0)
-        u = ua + s_hit * s.du
-        v = va + s_hit * s.dv
-        return hit, ta + s_hit, a + c * v, b + c * u
+        hit = np.minimum(np.minimum(g0, g_end), g_vertex) <= tol
+
+        def finish(rows):
+            q0, q1, q2 = g0.take(rows), g1.take(rows), g2.take(rows)
+            span = length.take(rows)
+            discriminant = q1 * q1 - 4.0 * q2 * q0
+            real = discriminant >= 0
+            # Stable roots: q = -(g1 + sign(g1) sqrt(disc)) / 2, roots q / g2 and g0 / q.
+            q = -0.5 * (q1 + np.copysign(np.sqrt(np.maximum(discriminant, 0.0)), q1))
+            r1, r2 = q / q2, q0 / q
+            r1 = np.where(real & (r1 >= 0) & (r1 <= span), r1, np.inf)
+            r2 = np.where(real & (r2 >= 0) & (r2 <= span), r2, np.inf)
+            root = np.minimum(r1, r2)
+            # Within the tolerance only: a tangent touch at the vertex, or the interval end.
+            near = np.where(g_vertex.take(rows) <= tol, vertex.take(rows), span)
+            distance = np.where(q0 <= tol, 0.0, np.where(np.isfinite(root), root, near))
+            u = ua.take(rows) + distance * s.du.take(rows)
+            v = va.take(rows) + distance * s.dv.take(rows)
+            c_ = c.take(rows)
+            return ta.take(rows) + distance, a.take(rows) + c_ * v, b.take(rows) + c_ * u
+
+        return hit, finish
 
     # MARCH: seed 004, bug fixed -----------------------------------------------------------
 
@@ -466,10 +504,16 @@ class Heightfield:
         result.j[rid] = j
 
 
+def _take(value, rows):
+    """value[rows] for an array, value itself for a scalar."""
+    return value.take(rows) if isinstance(value, np.ndarray) else value
+
+
 def _slab(p0, dp, lo, hi):
     """Interval of t where p0 + t dp lies in [lo, hi] (all t or none when dp == 0)."""
-    ta = (lo - p0) / dp
-    tb = (hi - p0) / dp
+    inverse = 1.0 / dp  # as in _State.exits, so both find the same boundary distances
+    ta = (lo - p0) * inverse
+    tb = (hi - p0) * inverse
     inside = (p0 >= lo) & (p0 <= hi)
     parallel = dp == 0
     enter = np.where(parallel, np.where(inside, -np.inf, np.inf), np.minimum(ta, tb))
@@ -499,62 +543,96 @@ class _Result:
         self.j = np.full(n, -1, dtype=np.int64)
 
 
-class _WalkState:
-    """Per-ray walk state of the active rays; ``select`` keeps a subset of every array."""
+# Walk state: one row per field, one column per active ray, so that keeping a subset of the
+# rays is one ``take``. Cell and block indices are stored as floats (exact integers).
+FIELDS = ("rid", "U0", "V0", "du", "dv", "oz", "dz", "t1", "inv_du", "inv_dv", "inf_u",
+          "inf_v", "px", "py", "sx", "sy", "Ib", "Jb", "tc", "te", "top", "step_x",
+          "i", "j", "ta", "tf")
 
-    CONSTANTS = ("rid", "U0", "V0", "du", "dv", "oz", "dz", "t1", "inv_du", "inv_dv",
-                 "inf_u", "inf_v", "px", "py", "sx", "sy")
 
-    def __init__(self, rays=None, rows=None, t0=None, t1=None):
-        if rays is None:
-            return
-        self.rid = rows
-        for name in ("U0", "V0", "du", "dv", "oz", "dz"):
-            setattr(self, name, getattr(rays, name)[rows])
-        self.t1 = t1[rows]
-        # Exit distance through a grid line: (line - U0) * inv_du + inf_u, which is +inf
-        # (never NaN) for a ray parallel to those lines.
-        for axis in ("u", "v"):
-            d = getattr(self, "d" + axis)
-            parallel = d == 0
-            setattr(self, "inv_d" + axis, np.where(parallel, 0.0, 1.0 / np.where(parallel, 1.0, d)))
-            setattr(self, "inf_" + axis, np.where(parallel, np.inf, 0.0))
-        self.px = (self.du > 0).astype(np.intp)
-        self.py = (self.dv > 0).astype(np.intp)
-        self.sx = np.where(self.du > 0, 1, -1).astype(np.intp)
-        self.sy = np.where(self.dv > 0, 1, -1).astype(np.intp)
+class _State:
+    """Rows of the walk state of the active rays (see FIELDS)."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows):
+        self.rows = rows
 
     @property
     def size(self):
-        return self.rid.shape[0]
+        return self.rows.shape[1]
 
     def select(self, mask):
-        picked = _WalkState()
-        for name, value in vars(self).items():
-            setattr(picked, name, value[mask])
-        return picked
+        return _State(self.rows.take(np.flatnonzero(mask), axis=1))
 
-    @staticmethod
-    def concat(states):
-        if len(states) == 1:
-            return states[0]
-        joined = _WalkState()
-        for name in vars(states[0]):
-            setattr(joined, name, np.concatenate([getattr(s, name) for s in states]))
-        return joined
+    def join(self, other):
+        if not other.size:
+            return self
+        if not self.size:
+            return other
+        return _State(np.concatenate((self.rows, other.rows), axis=1))
 
     def exits(self, i, j, size):
-        """Distances at which the ray leaves column block i and row block j of ``size``."""
-        tbx = ((i + self.px) * size - self.U0) * self.inv_du + self.inf_u
-        tby = ((j + self.py) * size - self.V0) * self.inv_dv + self.inf_v
+        """Distances at which the ray leaves the column starting at cell i and the row
+        starting at cell j, each ``size`` cells wide: the line i + size (moving up) or i
+        (moving down), as (line - U0) / du; +inf (never NaN) when parallel to the lines."""
+        tbx = (i + self.px * size - self.U0) * self.inv_du + self.inf_u
+        tby = (j + self.py * size - self.V0) * self.inv_dv + self.inf_v
         return tbx, tby
 
-    def advance_block(self, nbx, nby):
-        """Step to the next block along the axis the ray leaves first."""
-        self.I = self.I + np.where(self.step_x, self.sx, 0)
-        self.J = self.J + np.where(self.step_x, 0, self.sy)
+    def next_block(self):
+        """Step to the next block along the axis the ray leaves its block first."""
+        step_x = self.step_x
+        self.Ib += step_x * self.sx * BLOCK
+        self.Jb += (1.0 - step_x) * self.sy * BLOCK
         self.tc = self.te
-        inside = (self.I >= 0) & (self.I < nbx) & (self.J >= 0) & (self.J < nby)
-        if not inside.all():
-            for name, value in vars(self.select(inside)).items():
-                setattr(self, name, value)
+
+
+for _row, _name in enumerate(FIELDS):
+    setattr(_State, _name, property(
+        lambda self, row=_row: self.rows[row],
+        lambda self, value, row=_row: self.rows.__setitem__(row, value)))
+
+
+def _start_walk(rays, todo, t0, t1, nx, ny, reach_max, tol):
+    """Walk state of the rays ``todo``, started at t0 and moved on by the neighbourhood max:
+    a ray in block (I, J) stays within its neighbourhood for a horizontal travel of at least
+    REACH * BLOCK cells (Chebyshev, grid units), and meets nothing there while above the
+    neighbourhood's max, so it can skip to where it comes down to that max or travels that far."""
+    state = _State(np.zeros((len(FIELDS), todo.size)))
+    s = state
+    everything = todo.size == t0.size
+    s.rid = todo
+    for name in ("U0", "V0", "du", "dv", "oz", "dz"):
+        value = getattr(rays, name)
+        setattr(s, name, value if everything else value.take(todo))
+    s.t1 = t1 if everything else t1.take(todo)
+    for axis in ("u", "v"):
+        d = getattr(s, "d" + axis)
+        setattr(s, "inv_d" + axis, 1.0 / d)
+        parallel = d == 0
+        if parallel.any():  # inv 0 and +inf added: exits at +inf, never NaN
+            getattr(s, "inv_d" + axis)[parallel] = 0.0
+            getattr(s, "inf_" + axis)[parallel] = np.inf
+    s.px = s.du > 0
+    s.py = s.dv > 0
+    s.sx = 2.0 * s.px - 1.0
+    s.sy = 2.0 * s.py - 1.0
+    nbx = -(-(nx - 1) // BLOCK)
+    nby = -(-(ny - 1) // BLOCK)
+    tc = t0[todo]
+    travel = REACH * BLOCK * (1.0 - 1e-9) / np.maximum(np.abs(s.du), np.abs(s.dv))
+    descending = s.dz < 0
+    for skip in range(SKIPS + 1):
+        I = np.minimum(np.maximum(np.floor((s.U0 + tc * s.du) * (1.0 / BLOCK)), 0), nbx - 1)
+        J = np.minimum(np.maximum(np.floor((s.V0 + tc * s.dv) * (1.0 / BLOCK)), 0), nby - 1)
+        if skip == SKIPS:
+            break
+        reach = reach_max.take((J * nbx + I).astype(np.intp))
+        above = s.oz + tc * s.dz > reach + tol
+        down = np.where(descending, (reach + tol - s.oz) / s.dz, np.where(above, np.inf, tc))
+        tc = np.maximum(tc, np.minimum(tc + travel, down))
+    s.tc = tc
+    s.Ib = I * BLOCK
+    s.Jb = J * BLOCK
+    return state.select(tc <= s.t1)
