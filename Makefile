@@ -1,10 +1,21 @@
 # The two commands of the README: `make demo` and `make test`. Each creates .venv with the
 # pinned dependencies (Python 3.11) when it is missing.
+#   make demo      headless demo: demo/out/demo.blend, demo/out/demo.png, a table of hits
+#   make test      the whole test suite (core without Blender, then real bpy 5.0.1)
+#   make validate  Blender's extension validator on blender_manifest.toml
+#   make package   build/geometry_queries-<version>.zip, for Install from Disk
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
+DIST := build
 
-.PHONY: test demo bench venv
+# Blender's extension tool and tag list, shipped inside the installed bpy (expanded when
+# used, i.e. after the venv exists).
+BPY_SCRIPTS = $(firstword $(wildcard $(VENV)/lib/python3*/site-packages/bpy/*/scripts))
+BLENDER_EXT = $(BPY_SCRIPTS)/addons_core/bl_pkg/cli/blender_ext.py
+VALID_TAGS = $(BPY_SCRIPTS)/modules/_bpy_internal/extensions/tags.py
+
+.PHONY: test demo bench venv validate package
 
 $(VENV)/.installed: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +27,16 @@ venv: $(VENV)/.installed
 
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+demo: venv
+	$(PY) demo/make_demo.py
+
+validate: venv
+	$(PY) $(BLENDER_EXT) validate --valid-tags=$(VALID_TAGS) .
+
+package: validate
+	mkdir -p $(DIST)
+	$(PY) $(BLENDER_EXT) build --valid-tags=$(VALID_TAGS) --output-dir $(DIST)
 
 bench: venv
 	-$(PY) -m pip install --quiet -r requirements-bench.txt
