@@ -35,9 +35,10 @@ MARCH keeps seed 004 for comparison: samples half a cell apart along the ray unt
 below the terrain, then 32 bisection steps, reading the terrain height afresh at every
 midpoint (the seed compared against a stale height). It misses peaks thinner than a step.
 
-Tolerance. ``g <= tol`` counts as touching, with ``tol = 2^-40`` of the height scale: the
-height under a point computed from a rounded t is off by a few ulps, and a ray that grazes
-a spike tip or an edge exactly would otherwise be decided by that rounding.
+Tolerance. ``g <= tol`` counts as touching, with ``tol = 2^-40`` of the terrain's scale
+(its largest |height|, height range or cell spacing): the ray's z and the height under it at
+a rounded t are off by a few ulps, and a ray that grazes a spike tip, an edge or a flat
+terrain exactly would otherwise be decided by that rounding.
 """
 from __future__ import annotations
 
@@ -144,7 +145,7 @@ class Heightfield:
         self.diagonals = _as_diagonals(diagonals, (ny - 1, nx - 1))
         self.zmin = float(self.heights.min())
         self.zmax = float(self.heights.max())
-        scale = max(abs(self.zmin), abs(self.zmax), self.zmax - self.zmin)
+        scale = max(abs(self.zmin), abs(self.zmax), self.zmax - self.zmin, *self.spacing)
         self.tolerance = scale * 2.0 ** -40
         self._flat = self.heights.ravel()
         self._anti = None if self.diagonals is None or not self.diagonals.any() \
@@ -277,6 +278,10 @@ class Heightfield:
         lz = np.where(rays.dz > 0, to_top, np.where(below | (rays.dz < 0), np.inf, -np.inf))
         t0 = np.maximum(np.maximum(ex, ey), np.maximum(ez, 0.0))
         t1 = np.minimum(np.minimum(lx, ly), np.minimum(lz, max_distance))
+        # A descending ray in the footprint is in the solid once below the min height, so
+        # the search ends there (this keeps t1 finite for vertical rays too).
+        to_bottom = np.where(rays.dz < 0, (self.zmin - rays.oz) / rays.dz, np.inf)
+        t1 = np.minimum(t1, np.maximum(to_bottom, t0))
         face = np.where(t0 == 0.0, 0, np.where(t0 == ex, 1, np.where(t0 == ey, 2, 3)))
         return t0, t1, face
 
@@ -396,7 +401,7 @@ class Heightfield:
         ga = la - sigma * np.maximum(wa, 0.0)
         gm = la + slope * lm - sigma * np.maximum(wa + dw * lm, 0.0)
         gb = la + slope * lb - sigma * np.maximum(wa + dw * lb, 0.0)
-        hit = np.minimum(np.minimum(ga, gm), gb) <= tol
+        hit = np.fmin(np.fmin(ga, gm), gb) <= tol
 
         def finish(rows):
             g_a, g_m, g_b = ga.take(rows), gm.take(rows), gb.take(rows)
@@ -436,7 +441,7 @@ class Heightfield:
         g_end = g0 + length * (g1 + length * g2)
         vertex = np.fmin(np.fmax(-g1 / (2.0 * g2), 0.0), length)
         g_vertex = g0 + vertex * (g1 + vertex * g2)
-        hit = np.minimum(np.minimum(g0, g_end), g_vertex) <= tol
+        hit = np.fmin(np.fmin(g0, g_end), g_vertex) <= tol
 
         def finish(rows):
             q0, q1, q2 = g0.take(rows), g1.take(rows), g2.take(rows)
