@@ -1,7 +1,10 @@
 """The extension the way a user gets it: Blender's own ``blender_ext.py build`` makes the zip,
 a fresh Blender (a subprocess with its own BLENDER_USER_RESOURCES) installs it with
 ``extensions.package_install_files``, fires a ray through the installed operator, and
-uninstalls it with ``extensions.package_uninstall``, leaving nothing registered."""
+uninstalls it with ``extensions.package_uninstall``, leaving nothing registered.
+
+Also the way CI or a developer runs the suite inside a Blender binary: tests/run_in_blender.py
+runs pytest and hands its exit code back."""
 import json
 import math
 import os
@@ -14,6 +17,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INSTALL_CHECK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "install_check.py")
+RUN_IN_BLENDER = os.path.join(ROOT, "tests", "run_in_blender.py")
 ADDON_FOLDERS = ("core", "operators", "ui")
 
 
@@ -106,3 +110,24 @@ def test_install_fire_ray_uninstall_in_fresh_blender(package, tmp_path):
     assert observed["uninstalled"] == observed["before"]
     assert not observed["package_dir_left"]
     assert not observed["in_bl_ext"]
+
+
+def test_run_in_blender_runs_pytest_and_returns_its_exit_code(tmp_path):
+    def run(*pytest_args):
+        command = blender_command(RUN_IN_BLENDER, "-q", "-p", "no:cacheprovider", *pytest_args)
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120)
+
+    # Paths are relative to the repository root whatever the working directory; bpy works.
+    passed = run("tests/blender/test_install.py::test_package_holds_only_the_addon")
+    assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-3000:]
+    assert "1 passed" in passed.stdout
+
+    failing_test = tmp_path / "test_fails.py"
+    failing_test.write_text("def test_fails():\n    assert 1 == 2\n")
+    failed = run(str(failing_test))
+    assert failed.returncode == 1, failed.stdout[-3000:] + failed.stderr[-3000:]
+    assert "1 failed" in failed.stdout
+
+    nothing = run("tests/blender/test_install.py", "-k", "no_test_has_this_name")
+    assert nothing.returncode == 5, nothing.stdout[-3000:] + nothing.stderr[-3000:]
