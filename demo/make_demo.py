@@ -125,7 +125,6 @@ def fire_fan(sphere, cylinder, terrain):
     select(sphere, cylinder, terrain)
     bpy.ops.geometry_queries.fire_ray(pattern='FAN', fan_count=FAN_RAYS, fan_angle=FAN_ANGLE,
                                       output='POINT_MESH')
-    print("Fire Ray (fan):", bpy.context.scene.geometry_queries.last_result)
     return next(obj for obj in bpy.data.objects if obj.type == 'MESH' and "targets" in obj)
 
 
@@ -133,7 +132,6 @@ def cast_sphere(sphere):
     """The sphere cast onto the sphere; returns (centre, contact) empties of the add-on."""
     select(sphere)
     bpy.ops.geometry_queries.sphere_cast(start=CAST_START, end=CAST_END, radius=CAST_RADIUS)
-    print("Sphere Cast:", bpy.context.scene.geometry_queries.last_result)
     markers = [obj for obj in bpy.data.objects if obj.type == 'EMPTY' and "target" in obj]
     centre = next(obj for obj in markers if obj.empty_display_type == 'SPHERE')
     contact = next(obj for obj in markers if obj is not centre)
