@@ -133,6 +133,9 @@ class Heightfield:
     """A terrain: the solid under a displaced regular grid (see the module docstring)."""
 
     dimension = 3
+    # Rays per kernel call: the walk loops over steps (with all active rays vectorized), so
+    # larger chunks amortize the per-call numpy overhead (1.4x faster than 8192 at 100k rays).
+    chunk_size = 65536
 
     def __init__(self, heights, spacing=(1.0, 1.0), origin=(0.0, 0.0), surface="TRIANGLES",
                  diagonals=None, method="EXACT"):

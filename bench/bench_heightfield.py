@@ -1,0 +1,204 @@
+"""Ray vs heightfield terrain: our EXACT and MARCH against a BVHTree.ray_cast loop and embreex.
+
+    .venv/bin/python bench/bench_heightfield.py [--sizes 256 1024] [--rays 100000]
+
+For each grid size, in the same run and on the same triangles (two per cell, split along
+(i, j)-(i+1, j+1) as our TRIANGLES surface): 100k rays from above the terrain with a random
+tilt of up to 45 degrees; rays/s of Heightfield(method="EXACT") and (method="MARCH") over
+the whole batch, of a Python loop of mathutils.bvhtree.BVHTree.ray_cast over a 20k-ray subset,
+and of embreex (optional) over the whole batch; build times of our hierarchy and of the
+embreex scene; and the largest difference between our TRIANGLES hits and BVHTree's.
+
+Grid coordinates, heights, ray origins and directions are rounded to float32 values, so the
+float32 engines see exactly the geometry we do. Times are the best of a few runs.
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="gq-bench-heightfield-")
+
+import numpy as np  # noqa: E402
+
+from core import Heightfield, raycast  # noqa: E402
+
+BVH_RAYS = 20_000
+
+
+def best_time(function, repeat=3):
+    best = np.inf
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def fractal_terrain(n, rng):
+    """An n x n fractal (sum of octaves of smoothly upsampled noise) terrain, relief ~n/10,
+    heights on a 2^-10 grid (exact in float32)."""
+    heights = np.zeros((n, n))
+    size = 4
+    amplitude = n / 20.0
+    while size <= n:
+        coarse = rng.uniform(-1, 1, (size + 1, size + 1))
+        t = np.linspace(0, size, n)
+        i = np.minimum(t.astype(int), size - 1)
+        f = t - i
+        rows = coarse[i] * (1 - f)[:, None] + coarse[i + 1] * f[:, None]
+        heights += amplitude * (rows[:, i] * (1 - f) + rows[:, i + 1] * f)
+        size *= 2
+        amplitude *= 0.5
+    return np.round(heights * 1024) / 1024
+
+
+def grid_triangles(n):
+    """Vertices (n*n, 3 with z to fill) and triangles of an n x n grid, split as TRIANGLES."""
+    index = np.arange(n * n).reshape(n, n)
+    a, b = index[:-1, :-1].ravel(), index[:-1, 1:].ravel()
+    c, d = index[1:, :-1].ravel(), index[1:, 1:].ravel()
+    return np.concatenate([np.stack([a, b, d], 1), np.stack([a, d, c], 1)])
+
+
+def rays_from_above(n, heights, count, rng):
+    origins = np.column_stack([rng.uniform(0, n - 1, count), rng.uniform(0, n - 1, count),
+                               np.full(count, heights.max() + 10.0)])
+    tilt = rng.uniform(0, np.radians(45), count)
+    azimuth = rng.uniform(0, 2 * np.pi, count)
+    directions = np.column_stack([np.sin(tilt) * np.cos(azimuth), np.sin(tilt) * np.sin(azimuth),
+                                  -np.cos(tilt)])
+    f32 = lambda a: a.astype(np.float32).astype(np.float64)  # noqa: E731
+    return f32(origins), f32(directions)
+
+
+def bvhtree_loop(vertices, triangles, origins, directions):
+    """(rays/s, distances) of the per-ray Python loop over BVHTree.ray_cast, and build s."""
+    import bpy  # noqa: F401  (makes mathutils importable)
+    from mathutils import Vector
+    from mathutils.bvhtree import BVHTree
+
+    start = time.perf_counter()
+    tree = BVHTree.FromPolygons(vertices.tolist(), triangles.tolist())
+    build = time.perf_counter() - start
+    distance = np.full(len(origins), np.inf)
+
+    def loop():
+        for row in range(len(origins)):
+            location, _, _, length = tree.ray_cast(Vector(origins[row]), Vector(directions[row]))
+            if location is not None:
+                distance[row] = length
+
+    return len(origins) / best_time(loop, repeat=1), distance, build
+
+
+def embreex_run(vertices, triangles, origins, directions):
+    """(rays/s, distances, scene build s) of embreex, or None when it is not installed."""
+    try:
+        from embreex import rtcore_scene
+        from embreex.mesh_construction import TriangleMesh
+    except ImportError:
+        return None
+    o32 = origins.astype(np.float32)
+    d32 = directions.astype(np.float32)
+    start = time.perf_counter()
+    scene = rtcore_scene.EmbreeScene()
+    TriangleMesh(scene, vertices.astype(np.float32), triangles.astype(np.int32))
+    scene.run(o32[:1], d32[:1], output=1)  # commits (builds) the scene
+    build = time.perf_counter() - start
+    result = {}
+
+    def run():
+        result.update(scene.run(o32, d32, output=1))
+
+    seconds = best_time(run)
+    distance = np.where(result["geomID"] >= 0, result["tfar"], np.inf)
+    return len(origins) / seconds, distance, build
+
+
+def bench(n, count, rng):
+    heights = fractal_terrain(n, rng)
+    origins, directions = rays_from_above(n, heights, count, rng)
+    exact = Heightfield(heights)
+    march = Heightfield(heights, method="MARCH")
+
+    build = best_time(lambda: Heightfield(heights).hierarchy, repeat=5)
+    exact.hierarchy
+    hits = {}
+    exact_rate = count / best_time(lambda: hits.update(exact=raycast(exact, origins, directions)))
+    march_rate = count / best_time(
+        lambda: hits.update(march=raycast(march, origins, directions)), repeat=1)
+
+    x, y = np.meshgrid(np.arange(n, dtype=float), np.arange(n, dtype=float))
+    vertices = np.column_stack([x.ravel(), y.ravel(), heights.ravel()])
+    triangles = grid_triangles(n)
+    ours = hits["exact"]
+    bvh_rate, bvh_distance, bvh_build = bvhtree_loop(vertices, triangles, origins[:BVH_RAYS],
+                                                     directions[:BVH_RAYS])
+    embree = embreex_run(vertices, triangles, origins, directions)
+
+    def agreement(theirs, rows):
+        same = np.isfinite(theirs) == ours.hit[rows]
+        both = np.isfinite(theirs) & ours.hit[rows]
+        worst = np.abs(theirs[both] - ours.distance[rows][both]).max() if both.any() else 0.0
+        return int((~same).sum()), float(worst)
+
+    bvh_disagree, bvh_worst = agreement(bvh_distance, slice(0, BVH_RAYS))
+    emb = embree[0] if embree else None
+    return {
+        "n": n, "exact": exact_rate, "march": march_rate, "bvh": bvh_rate, "embreex": emb,
+        "build_ms": build * 1e3, "embreex_build_ms": embree[2] * 1e3 if embree else None,
+        "bvh_build_s": bvh_build, "hit_rate": ours.hit.mean(),
+        "bvh_disagree": bvh_disagree, "bvh_worst": bvh_worst,
+        "embreex_agree": agreement(embree[1], slice(None)) if embree else None,
+        "march_missed": int((ours.hit & ~hits["march"].hit).sum()),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[256, 1024])
+    parser.add_argument("--rays", type=int, default=100_000)
+    args = parser.parse_args()
+    rng = np.random.default_rng(2026)
+    results = [bench(n, args.rays, rng) for n in args.sizes]
+
+    def rate(value):
+        return "n/a" if value is None else f"{value / 1e6:.3f}"
+
+    def ratio(ours, theirs):
+        return "n/a" if theirs is None else f"{ours / theirs:.1f}x"
+
+    print(f"\nRay vs heightfield: {args.rays} rays from above, tilt <= 45 deg (M rays/s; "
+          f"BVHTree loop over {BVH_RAYS} rays)")
+    header = ["grid", "EXACT", "MARCH", "BVHTree", "embreex", "hier. build", "embreex build",
+              "EXACT/MARCH", "EXACT/BVHTree", "EXACT/embreex"]
+    rows = [[f"{r['n']}x{r['n']}", rate(r["exact"]), rate(r["march"]), rate(r["bvh"]),
+             rate(r["embreex"]), f"{r['build_ms']:.1f} ms",
+             "n/a" if r["embreex_build_ms"] is None else f"{r['embreex_build_ms']:.0f} ms",
+             ratio(r["exact"], r["march"]), ratio(r["exact"], r["bvh"]),
+             ratio(r["exact"], r["embreex"])] for r in results]
+    widths = [max(len(str(v)) for v in column) for column in zip(header, *rows)]
+    print("  ".join(f"{h:>{w}}" for h, w in zip(header, widths)))
+    print("-" * (sum(widths) + 2 * (len(widths) - 1)))
+    for row in rows:
+        print("  ".join(f"{v:>{w}}" for v, w in zip(row, widths)))
+    print()
+    for r in results:
+        line = (f"{r['n']}x{r['n']}: hit rate {r['hit_rate']:.3f}; vs BVHTree ({BVH_RAYS} rays): "
+                f"{r['bvh_disagree']} hit/miss disagreements, max |distance difference| "
+                f"{r['bvh_worst']:.1e} ({'OK' if r['bvh_disagree'] == 0 and r['bvh_worst'] <= 1e-5 else 'ABOVE 1e-5'}); "
+                f"BVHTree build {r['bvh_build_s']:.1f} s")
+        if r["embreex_agree"]:
+            line += (f"; vs embreex: {r['embreex_agree'][0]} disagreements, max difference "
+                     f"{r['embreex_agree'][1]:.1e}")
+        line += f"; MARCH missed {r['march_missed']} rays EXACT hit"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
