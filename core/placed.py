@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .rays import component_kernel, unit_components, unit_rows
+from .rays import CHUNK, component_kernel, unit_components, unit_rows
 
 
 class Placed:
@@ -23,6 +23,7 @@ class Placed:
             raise ValueError(f"shape must be a core shape, got {type(shape).__name__}")
         self.shape = shape
         self.dimension = shape.dimension
+        self.chunk_size = getattr(shape, "chunk_size", CHUNK)  # rays per call, as the shape likes
         size = self.dimension + 1
         try:
             matrix = np.array(matrix, dtype=np.float64)

@@ -225,7 +225,9 @@ def raycast(shape, origins, directions, max_distance=np.inf) -> RayHits:
         to_rows(normal, hits.normal[part])
 
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        for part in chunks(n):
+        # A shape may ask for larger chunks (the heightfield walk loops over steps, and
+        # its per-step numpy call overhead is amortized over more rays).
+        for part in chunks(n, getattr(shape, "chunk_size", CHUNK)):
             work(part)
     if cells:
         hits.cell = np.full((n, 2), -1, dtype=np.int64)
