@@ -49,6 +49,7 @@ from .shapes import as_positive
 BLOCK = 8  # cells per side of a hierarchy block (a power of two)
 REACH = 1  # blocks on each side of a block in its neighbourhood max
 SKIPS = 2  # skips by the neighbourhood max before the block walk
+TINY = 1e-300  # direction component used for rays parallel to grid lines (see _start_walk)
 SURFACES = ("TRIANGLES", "BILINEAR")
 METHODS = ("EXACT", "MARCH")
 MARCH_BISECTIONS = 32
@@ -310,7 +311,7 @@ class Heightfield:
                 zlow = s.oz + np.minimum(s.tc * s.dz, te * s.dz)
                 # Ib, Jb are multiples of BLOCK (a power of two): the divisions are exact.
                 # (Float floor division costs ~40 ns per element; avoid it.)
-                block = (s.Jb * (nbx / BLOCK) + s.Ib * (1.0 / BLOCK)).astype(np.intp)
+                block = _index(s.Jb * (nbx / BLOCK) + s.Ib * (1.0 / BLOCK))
                 top = block_max.take(block, mode="clip")
                 s.te = te
                 s.top = top
@@ -327,7 +328,7 @@ class Heightfield:
                 if hit.any():
                     found = np.flatnonzero(hit)
                     t, grad_u, grad_v = finish(found)
-                    rows = s.rid.take(found).astype(np.intp)
+                    rows = _index(s.rid.take(found))
                     result.distance[rows] = t
                     result.grad_u[rows] = grad_u
                     result.grad_v[rows] = grad_v
@@ -365,7 +366,7 @@ class Heightfield:
     def _gather(self, s, nx):
         """Corner heights of each ray's cell. The walk keeps cells inside the grid (its cell
         and box boundaries use one formula); mode="clip" only guards memory."""
-        k = (s.j * nx + s.i).astype(np.intp)
+        k = _index(s.j * nx + s.i)
         flat = self._flat
         return (flat.take(k, mode="clip"), flat.take(k + 1, mode="clip"),
                 flat.take(k + nx, mode="clip"), flat.take(k + nx + 1, mode="clip"))
@@ -390,7 +391,7 @@ class Heightfield:
             wa = ua - va
             dw = s.du - s.dv
         else:  # split along u + v = 1 where anti: w = 1 - u - v
-            anti = self._anti.take((s.j * (nx - 1) + s.i).astype(np.intp), mode="clip")
+            anti = self._anti.take(_index(s.j * (nx - 1) + s.i), mode="clip")
             eu = 1.0 - 2.0 * anti
             c1 = h00 - anti * curl
             b1 = b1 + anti * curl
@@ -512,6 +513,12 @@ class Heightfield:
         result.j[rid] = j
 
 
+def _index(values):
+    """Float arrays holding non-negative integers below 2^51 as int64 indices: adding
+    1.5 * 2^52 puts the integer in the low mantissa bits (twice as fast as astype)."""
+    return (values + 6755399441055744.0).view(np.int64) - 0x4338000000000000
+
+
 def _take(value, rows):
     """value[rows] for an array, value itself for a scalar."""
     return value.take(rows) if isinstance(value, np.ndarray) else value
@@ -553,8 +560,8 @@ class _Result:
 
 # Walk state: one row per field, one column per active ray, so that keeping a subset of the
 # rays is one ``take``. Cell and block indices are stored as floats (exact integers).
-FIELDS = ("rid", "U0", "V0", "du", "dv", "oz", "dz", "t1", "inv_du", "inv_dv", "inf_u",
-          "inf_v", "px", "py", "sx", "sy", "Ib", "Jb", "tc", "te", "top", "step_x",
+FIELDS = ("rid", "U0", "V0", "du", "dv", "oz", "dz", "t1", "inv_du", "inv_dv",
+          "px", "py", "sx", "sy", "Ib", "Jb", "tc", "te", "top", "step_x",
           "i", "j", "ta", "tf")
 
 
@@ -584,8 +591,8 @@ class _State:
         """Distances at which the ray leaves the column starting at cell i and the row
         starting at cell j, each ``size`` cells wide: the line i + size (moving up) or i
         (moving down), as (line - U0) / du; +inf (never NaN) when parallel to the lines."""
-        tbx = (i + self.px * size - self.U0) * self.inv_du + self.inf_u
-        tby = (j + self.py * size - self.V0) * self.inv_dv + self.inf_v
+        tbx = (i + self.px * size - self.U0) * self.inv_du
+        tby = (j + self.py * size - self.V0) * self.inv_dv
         return tbx, tby
 
     def next_block(self):
@@ -615,13 +622,17 @@ def _start_walk(rays, todo, t0, t1, nx, ny, reach_max, tol):
         value = getattr(rays, name)
         setattr(s, name, value if everything else value.take(todo))
     s.t1 = t1 if everything else t1.take(todo)
-    for axis in ("u", "v"):
+    for axis, start, cells in (("u", s.U0, nx - 1), ("v", s.V0, ny - 1)):
         d = getattr(s, "d" + axis)
-        setattr(s, "inv_d" + axis, 1.0 / d)
         parallel = d == 0
-        if parallel.any():  # inv 0 and +inf added: exits at +inf, never NaN
-            getattr(s, "inv_d" + axis)[parallel] = 0.0
-            getattr(s, "inf_" + axis)[parallel] = np.inf
+        if parallel.any():
+            # A ray parallel to the grid lines gets the direction component +-TINY, toward
+            # the middle of the grid: it crosses the lines ahead at |line - U0| / TINY >=
+            # 1e300, i.e. never (the line it may run on is behind it, as its start cell is
+            # the one ahead of that line, clamped into the grid), and never at NaN; its
+            # position moves by t * TINY, far below any ulp.
+            d[parallel] = np.where(start[parallel] > 0.5 * cells, -TINY, TINY)
+        setattr(s, "inv_d" + axis, 1.0 / d)
     s.px = s.du > 0
     s.py = s.dv > 0
     s.sx = 2.0 * s.px - 1.0
@@ -636,7 +647,7 @@ def _start_walk(rays, todo, t0, t1, nx, ny, reach_max, tol):
         J = np.minimum(np.maximum(np.floor((s.V0 + tc * s.dv) * (1.0 / BLOCK)), 0), nby - 1)
         if skip == SKIPS:
             break
-        reach = reach_max.take((J * nbx + I).astype(np.intp))
+        reach = reach_max.take(_index(J * nbx + I))
         above = s.oz + tc * s.dz > reach + tol
         down = np.where(descending, (reach + tol - s.oz) / s.dz, np.where(above, np.inf, tc))
         tc = np.maximum(tc, np.minimum(tc + travel, down))
