@@ -47,8 +47,7 @@ import numpy as np
 from .shapes import as_positive
 
 BLOCK = 8  # cells per side of a hierarchy block (a power of two)
-REACH = 1  # blocks on each side of a block in its neighbourhood max
-SKIPS = 2  # skips by the neighbourhood max before the block walk
+FINE_SKIPS = 2  # skips at the block level after one at each coarser level (see _start_walk)
 TINY = 1e-300  # direction component used for rays parallel to grid lines (see _start_walk)
 SURFACES = ("TRIANGLES", "BILINEAR")
 METHODS = ("EXACT", "MARCH")
@@ -114,6 +113,26 @@ def _as_diagonals(value, cells_shape):
     return diagonals
 
 
+def _pool_max(level):
+    """Max over 2 x 2 nodes (an odd last row or column is pooled alone)."""
+    ny, nx = level.shape
+    padded = np.full((ny + ny % 2, nx + nx % 2), -np.inf)
+    padded[:ny, :nx] = level
+    return padded.reshape(padded.shape[0] // 2, 2, padded.shape[1] // 2, 2).max(axis=(1, 3))
+
+
+def _neighbourhood_max(level):
+    """Max over each node's 3 x 3 neighbourhood (clamped at the border)."""
+    result = level
+    for axis in (0, 1):
+        padded = np.pad(result, [(1, 1) if a == axis else (0, 0) for a in (0, 1)], mode="edge")
+        n = result.shape[axis]
+        result = np.maximum(np.maximum(np.take(padded, np.arange(0, n), axis=axis),
+                                       np.take(padded, np.arange(1, n + 1), axis=axis)),
+                            np.take(padded, np.arange(2, n + 2), axis=axis))
+    return result
+
+
 def _block_reduce(heights, block, ufunc):
     """ufunc (np.maximum/np.minimum) of the vertex heights of each block of cells; a block
     holds cells [I*block, (I+1)*block) and so vertices I*block ... (I+1)*block inclusive."""
@@ -165,19 +184,20 @@ class Heightfield:
 
     @property
     def hierarchy(self):
-        """The max hierarchy, built on first use and cached: the max vertex height of each
-        block of BLOCK x BLOCK cells, and of each block's neighbourhood of (2 REACH + 1)^2
-        blocks (flattened, row-major over blocks)."""
+        """The max hierarchy, built on first use and cached: ``block_max``, the max vertex
+        height of each block of BLOCK x BLOCK cells (flattened, row-major), and ``reach``,
+        per level l = 0, 1, ... the max over the 3 x 3 neighbourhood of each node of
+        BLOCK 2^l cells (as (flat array, nodes across, nodes down)), up to the level whose
+        neighbourhoods cover the grid."""
         if self._hierarchy is None:
             block_max = _block_reduce(self.heights, BLOCK, np.maximum)
-            reach_max = block_max
-            for axis in (0, 1):
-                padded = np.pad(reach_max, [(REACH, REACH) if a == axis else (0, 0)
-                                            for a in (0, 1)], mode="edge")
-                length = reach_max.shape[axis]
-                reach_max = np.max([np.take(padded, np.arange(k, k + length), axis=axis)
-                                    for k in range(2 * REACH + 1)], axis=0)
-            self._hierarchy = (block_max.ravel(), reach_max.ravel())
+            reach, level = [], block_max
+            while True:
+                reach.append((_neighbourhood_max(level).ravel(), level.shape[1], level.shape[0]))
+                if max(level.shape) <= 3:
+                    break
+                level = _pool_max(level)
+            self._hierarchy = (block_max.ravel(), reach)
         return self._hierarchy
 
     # -- the surface -----------------------------------------------------------------------
@@ -296,10 +316,10 @@ class Heightfield:
         block max, then that block's cells (fine), then blocks again if it found nothing.
         Each iteration moves every coarse ray one block and every fine ray one cell."""
         ny, nx = self.heights.shape
-        block_max, reach_max = self.hierarchy
+        block_max, reach = self.hierarchy
         nbx = -(-(nx - 1) // BLOCK)
         tol = self.tolerance
-        coarse = _start_walk(rays, todo, t0, t1, nx, ny, reach_max, tol)
+        coarse = _start_walk(rays, todo, t0, t1, nx, ny, reach, tol)
         fine = _State(np.empty((len(FIELDS), 0)))
         test = self._test_bilinear if self.surface == "BILINEAR" else self._test_triangles
         while coarse.size or fine.size:
@@ -609,11 +629,13 @@ for _row, _name in enumerate(FIELDS):
         lambda self, value, row=_row: self.rows.__setitem__(row, value)))
 
 
-def _start_walk(rays, todo, t0, t1, nx, ny, reach_max, tol):
-    """Walk state of the rays ``todo``, started at t0 and moved on by the neighbourhood max:
-    a ray in block (I, J) stays within its neighbourhood for a horizontal travel of at least
-    REACH * BLOCK cells (Chebyshev, grid units), and meets nothing there while above the
-    neighbourhood's max, so it can skip to where it comes down to that max or travels that far."""
+def _start_walk(rays, todo, t0, t1, nx, ny, reach, tol):
+    """Walk state of the rays ``todo``, started at t0 and moved on by the max hierarchy: a
+    ray at a point of node (I, J) of level l (BLOCK 2^l cells) stays within the node's 3 x 3
+    neighbourhood for a horizontal travel of at least BLOCK 2^l cells (Chebyshev, grid
+    units) and meets nothing there while above the neighbourhood's max, so it may skip to
+    where it comes down to that max or has travelled that far. One skip per level from the
+    coarsest down, then FINE_SKIPS at the block level; the block walk starts from there."""
     state = _State(np.zeros((len(FIELDS), todo.size)))
     s = state
     everything = todo.size == t0.size
@@ -637,20 +659,23 @@ def _start_walk(rays, todo, t0, t1, nx, ny, reach_max, tol):
     s.py = s.dv > 0
     s.sx = 2.0 * s.px - 1.0
     s.sy = 2.0 * s.py - 1.0
-    nbx = -(-(nx - 1) // BLOCK)
-    nby = -(-(ny - 1) // BLOCK)
     tc = t0[todo]
-    travel = REACH * BLOCK * (1.0 - 1e-9) / np.maximum(np.abs(s.du), np.abs(s.dv))
+    chebyshev = np.maximum(np.abs(s.du), np.abs(s.dv))
     descending = s.dz < 0
-    for skip in range(SKIPS + 1):
-        I = np.minimum(np.maximum(np.floor((s.U0 + tc * s.du) * (1.0 / BLOCK)), 0), nbx - 1)
-        J = np.minimum(np.maximum(np.floor((s.V0 + tc * s.dv) * (1.0 / BLOCK)), 0), nby - 1)
-        if skip == SKIPS:
-            break
-        reach = reach_max.take(_index(J * nbx + I))
-        above = s.oz + tc * s.dz > reach + tol
-        down = np.where(descending, (reach + tol - s.oz) / s.dz, np.where(above, np.inf, tc))
-        tc = np.maximum(tc, np.minimum(tc + travel, down))
+    levels = list(range(len(reach) - 1, 0, -1)) + [0] * FINE_SKIPS
+    for level in levels:
+        nodes, across, down_ = reach[level]
+        size = BLOCK << level
+        I = np.minimum(np.maximum(np.floor((s.U0 + tc * s.du) * (1.0 / size)), 0), across - 1)
+        J = np.minimum(np.maximum(np.floor((s.V0 + tc * s.dv) * (1.0 / size)), 0), down_ - 1)
+        top = nodes.take(_index(J * across + I)) + tol
+        above = s.oz + tc * s.dz > top
+        down = np.where(descending, (top - s.oz) / s.dz, np.where(above, np.inf, tc))
+        tc = np.maximum(tc, np.minimum(tc + size * (1.0 - 1e-9) / chebyshev, down))
+    nbx = reach[0][1]
+    nby = reach[0][2]
+    I = np.minimum(np.maximum(np.floor((s.U0 + tc * s.du) * (1.0 / BLOCK)), 0), nbx - 1)
+    J = np.minimum(np.maximum(np.floor((s.V0 + tc * s.dv) * (1.0 / BLOCK)), 0), nby - 1)
     s.tc = tc
     s.Ib = I * BLOCK
     s.Jb = J * BLOCK
