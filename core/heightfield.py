@@ -636,14 +636,35 @@ def _start_walk(rays, todo, t0, t1, nx, ny, reach, tol):
     units) and meets nothing there while above the neighbourhood's max, so it may skip to
     where it comes down to that max or has travelled that far. One skip per level from the
     coarsest down, then FINE_SKIPS at the block level; the block walk starts from there."""
-    state = _State(np.zeros((len(FIELDS), todo.size)))
-    s = state
     everything = todo.size == t0.size
-    s.rid = todo
-    for name in ("U0", "V0", "du", "dv", "oz", "dz"):
-        value = getattr(rays, name)
-        setattr(s, name, value if everything else value.take(todo))
-    s.t1 = t1 if everything else t1.take(todo)
+    U0, V0, du, dv, oz, dz = (getattr(rays, name) if everything else getattr(rays, name).take(todo)
+                              for name in ("U0", "V0", "du", "dv", "oz", "dz"))
+    end = t1 if everything else t1.take(todo)
+    tc = t0 if everything else t0.take(todo)
+    # Descending rays come down to a height h at (h - oz) / dz; the others never come down
+    # (0 here: no skip), and skip a whole travel only while above h (the few, separately).
+    inv_dz = np.where(dz < 0, 1.0 / np.where(dz < 0, dz, -1.0), 0.0)
+    level_rays = np.flatnonzero(dz >= 0)
+    inv_chebyshev = (1.0 - 1e-9) / np.maximum(np.abs(du), np.abs(dv))
+    levels = list(range(len(reach) - 1, 0, -1)) + [0] * FINE_SKIPS
+    for level in levels:
+        nodes, across, down_ = reach[level]
+        size = BLOCK << level
+        I = np.minimum(np.maximum(np.floor((U0 + tc * du) * (1.0 / size)), 0), across - 1)
+        J = np.minimum(np.maximum(np.floor((V0 + tc * dv) * (1.0 / size)), 0), down_ - 1)
+        top = nodes.take(_index(J * across + I)) + tol
+        down = (top - oz) * inv_dz
+        if level_rays.size:
+            r = level_rays
+            down[r] = np.where(oz[r] + tc[r] * dz[r] > top[r], np.inf, tc[r])
+        tc = np.maximum(tc, np.minimum(tc + size * inv_chebyshev, down))
+    keep = np.flatnonzero(tc <= end)
+    if keep.size < todo.size:
+        todo, tc = todo.take(keep), tc.take(keep)
+        U0, V0, du, dv, oz, dz, end = (a.take(keep) for a in (U0, V0, du, dv, oz, dz, end))
+    state = _State(np.empty((len(FIELDS), todo.size)))
+    s = state
+    s.rid, s.U0, s.V0, s.du, s.dv, s.oz, s.dz, s.t1, s.tc = todo, U0, V0, du, dv, oz, dz, end, tc
     for axis, start, cells in (("u", s.U0, nx - 1), ("v", s.V0, ny - 1)):
         d = getattr(s, "d" + axis)
         parallel = d == 0
@@ -659,24 +680,8 @@ def _start_walk(rays, todo, t0, t1, nx, ny, reach, tol):
     s.py = s.dv > 0
     s.sx = 2.0 * s.px - 1.0
     s.sy = 2.0 * s.py - 1.0
-    tc = t0[todo]
-    chebyshev = np.maximum(np.abs(s.du), np.abs(s.dv))
-    descending = s.dz < 0
-    levels = list(range(len(reach) - 1, 0, -1)) + [0] * FINE_SKIPS
-    for level in levels:
-        nodes, across, down_ = reach[level]
-        size = BLOCK << level
-        I = np.minimum(np.maximum(np.floor((s.U0 + tc * s.du) * (1.0 / size)), 0), across - 1)
-        J = np.minimum(np.maximum(np.floor((s.V0 + tc * s.dv) * (1.0 / size)), 0), down_ - 1)
-        top = nodes.take(_index(J * across + I)) + tol
-        above = s.oz + tc * s.dz > top
-        down = np.where(descending, (top - s.oz) / s.dz, np.where(above, np.inf, tc))
-        tc = np.maximum(tc, np.minimum(tc + size * (1.0 - 1e-9) / chebyshev, down))
     nbx = reach[0][1]
     nby = reach[0][2]
-    I = np.minimum(np.maximum(np.floor((s.U0 + tc * s.du) * (1.0 / BLOCK)), 0), nbx - 1)
-    J = np.minimum(np.maximum(np.floor((s.V0 + tc * s.dv) * (1.0 / BLOCK)), 0), nby - 1)
-    s.tc = tc
-    s.Ib = I * BLOCK
-    s.Jb = J * BLOCK
-    return state.select(tc <= s.t1)
+    s.Ib = np.minimum(np.maximum(np.floor((s.U0 + tc * s.du) * (1.0 / BLOCK)), 0), nbx - 1) * BLOCK
+    s.Jb = np.minimum(np.maximum(np.floor((s.V0 + tc * s.dv) * (1.0 / BLOCK)), 0), nby - 1) * BLOCK
+    return state
