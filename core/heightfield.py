@@ -48,6 +48,7 @@ from .shapes import as_positive
 
 BLOCK = 8  # cells per side of a hierarchy block (a power of two)
 FINE_SKIPS = 2  # skips at the block level after one at each coarser level (see _start_walk)
+CELL_SKIPS = (1,)  # node sizes (cells) of the skips that start a block's cell walk
 TINY = 1e-300  # direction component used for rays parallel to grid lines (see _start_walk)
 SURFACES = ("TRIANGLES", "BILINEAR")
 METHODS = ("EXACT", "MARCH")
@@ -118,19 +119,20 @@ def _pool_max(level):
     ny, nx = level.shape
     padded = np.full((ny + ny % 2, nx + nx % 2), -np.inf)
     padded[:ny, :nx] = level
-    return padded.reshape(padded.shape[0] // 2, 2, padded.shape[1] // 2, 2).max(axis=(1, 3))
+    return np.maximum(np.maximum(padded[0::2, 0::2], padded[0::2, 1::2]),
+                      np.maximum(padded[1::2, 0::2], padded[1::2, 1::2]))
 
 
 def _neighbourhood_max(level):
     """Max over each node's 3 x 3 neighbourhood (clamped at the border)."""
-    result = level
     for axis in (0, 1):
-        padded = np.pad(result, [(1, 1) if a == axis else (0, 0) for a in (0, 1)], mode="edge")
-        n = result.shape[axis]
-        result = np.maximum(np.maximum(np.take(padded, np.arange(0, n), axis=axis),
-                                       np.take(padded, np.arange(1, n + 1), axis=axis)),
-                            np.take(padded, np.arange(2, n + 2), axis=axis))
-    return result
+        source = level
+        level = source.copy()
+        lower = (slice(None),) * axis + (slice(None, -1),)
+        upper = (slice(None),) * axis + (slice(1, None),)
+        np.maximum(level[upper], source[lower], out=level[upper])
+        np.maximum(level[lower], source[upper], out=level[lower])
+    return level
 
 
 def _block_reduce(heights, block, ufunc):
@@ -197,7 +199,22 @@ class Heightfield:
                 if max(level.shape) <= 3:
                     break
                 level = _pool_max(level)
-            self._hierarchy = (block_max.ravel(), reach)
+            # Below the blocks: nodes of 1, 2, ... BLOCK/2 cells, for the skips that start
+            # the cell walk inside a block.
+            h = self.heights
+            inner_levels, level = {}, np.maximum(np.maximum(h[:-1, :-1], h[:-1, 1:]),
+                                                 np.maximum(h[1:, :-1], h[1:, 1:]))
+            size = 1
+            while True:
+                if size in CELL_SKIPS:
+                    inner_levels[size] = (_neighbourhood_max(level).ravel(), level.shape[1],
+                                          level.shape[0])
+                size *= 2
+                if size > max(CELL_SKIPS):
+                    break
+                level = _pool_max(level)
+            inner_reach = [(size,) + inner_levels[size] for size in CELL_SKIPS]
+            self._hierarchy = (block_max.ravel(), reach, inner_reach)
         return self._hierarchy
 
     # -- the surface -----------------------------------------------------------------------
@@ -316,7 +333,7 @@ class Heightfield:
         block max, then that block's cells (fine), then blocks again if it found nothing.
         Each iteration moves every coarse ray one block and every fine ray one cell."""
         ny, nx = self.heights.shape
-        block_max, reach = self.hierarchy
+        block_max, reach, inner_reach = self.hierarchy
         nbx = -(-(nx - 1) // BLOCK)
         tol = self.tolerance
         coarse = _start_walk(rays, todo, t0, t1, nx, ny, reach, tol)
@@ -366,21 +383,32 @@ class Heightfield:
                 coarse = coarse.join(back)
                 fine = s.select(~(hit | out))
             if entering is not None and entering.size:
-                self._enter_block(entering, nx, ny, tol)
+                self._enter_block(entering, nx, ny, tol, inner_reach)
                 fine = fine.join(entering)
 
     @staticmethod
-    def _enter_block(s, nx, ny, tol):
+    def _enter_block(s, nx, ny, tol, inner_reach):
         """Start the cell walk where the ray comes down to the block max (or end it where
-        the ray climbs above it), in the cell under that point (clamped to the block)."""
+        the ray climbs above it), moved on by skips over nodes of a few cells (as in
+        _start_walk; descending rays only), in the cell under that point (clamped to the
+        block)."""
         to_top = (s.top + tol - s.oz) / s.dz
         # Descending rays start at to_top (NaN or 0 for the others, which fmax ignores).
         start = np.fmax(s.tc, to_top * (s.dz < 0))
         s.tf = np.where(s.dz > 0, np.minimum(s.te, to_top), s.te)
-        s.ta = np.minimum(start, s.tf)
-        s.i = np.minimum(np.maximum(np.floor(s.U0 + s.ta * s.du), s.Ib),
+        ta = np.minimum(start, s.tf)
+        inv_dz = np.minimum(s.dz, 0.0)
+        inv_dz = inv_dz / (inv_dz * inv_dz + (s.dz >= 0))  # 1 / dz if dz < 0, else 0
+        inv_chebyshev = (1.0 - 1e-9) / np.maximum(np.abs(s.du), np.abs(s.dv))
+        for size, nodes, across, down_ in inner_reach:
+            I = np.minimum(np.maximum(np.floor((s.U0 + ta * s.du) * (1.0 / size)), 0), across - 1)
+            J = np.minimum(np.maximum(np.floor((s.V0 + ta * s.dv) * (1.0 / size)), 0), down_ - 1)
+            top = nodes.take(_index(J * across + I)) + tol
+            ta = np.maximum(ta, np.minimum(ta + size * inv_chebyshev, (top - s.oz) * inv_dz))
+        s.ta = ta = np.minimum(ta, s.tf)
+        s.i = np.minimum(np.maximum(np.floor(s.U0 + ta * s.du), s.Ib),
                          np.minimum(s.Ib + BLOCK, nx - 1) - 1)
-        s.j = np.minimum(np.maximum(np.floor(s.V0 + s.ta * s.dv), s.Jb),
+        s.j = np.minimum(np.maximum(np.floor(s.V0 + ta * s.dv), s.Jb),
                          np.minimum(s.Jb + BLOCK, ny - 1) - 1)
 
     def _gather(self, s, nx):
