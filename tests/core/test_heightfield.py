@@ -329,8 +329,8 @@ def test_terrains_match_brute_force(name, surface):
         assert compared >= 0.95 * len(origins)
 
 
-@settings(max_examples=150, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), ny=st.integers(2, 6), nx=st.integers(2, 6),
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), ny=st.integers(2, 11), nx=st.integers(2, 11),
        surface=st.sampled_from(["TRIANGLES", "BILINEAR"]), with_diagonals=st.booleans(),
        integer_heights=st.booleans())
 def test_random_terrains_match_brute_force(seed, ny, nx, surface, with_diagonals, integer_heights):
@@ -583,6 +583,58 @@ def test_many_rays_on_a_larger_grid_match_a_sample_of_the_reference():
     points = origins[hits.hit, None, :] + ts[..., None] * unit[hits.hit, None, :]
     heights_under = field.height_at(points[..., 0], points[..., 1])
     assert not (points[..., 2] < heights_under - 1e-9).any()
+
+
+def multi_block_terrain(rng, ny, nx):
+    """Several hierarchy blocks of everything: rolling hills, spikes, a plateau, a cliff."""
+    y, x = np.mgrid[0:ny, 0:nx]
+    heights = 3 * np.sin(x / 7.0) * np.cos(y / 11.0) + rng.normal(0, 0.3, (ny, nx))
+    heights[rng.integers(0, ny, 12), rng.integers(0, nx, 12)] += 12.0  # one-vertex spikes
+    heights[5:20, 30:50] = 4.0                                           # plateau
+    heights[:, 60:] -= 6.0                                               # cliff
+    return heights.round(3)
+
+
+def mixed_rays(rng, heights, spacing, count):
+    """Rays from above with tilt, near-horizontal grazing rays, rays from the sides below the
+    edges and upward rays, over a footprint of several blocks."""
+    ny, nx = heights.shape
+    width, depth = spacing[0] * (nx - 1), spacing[1] * (ny - 1)
+    lo, hi = heights.min(), heights.max()
+    kind = rng.integers(0, 4, count)
+    origins = np.column_stack([rng.uniform(-0.1 * width, 1.1 * width, count),
+                               rng.uniform(-0.1 * depth, 1.1 * depth, count),
+                               rng.uniform(hi, hi + 5, count)])
+    directions = np.column_stack([rng.normal(0, 0.5, (count, 2)), -np.ones(count)])
+    grazing = kind == 1
+    origins[grazing, 2] = rng.uniform(lo, hi, grazing.sum())
+    directions[grazing] = np.column_stack([rng.normal(0, 1, (grazing.sum(), 2)),
+                                           rng.normal(0, 0.03, grazing.sum())])
+    side = kind == 2
+    origins[side, 0] = -1.0
+    origins[side, 2] = rng.uniform(lo - 2, hi, side.sum())
+    directions[side] = np.column_stack([np.ones(side.sum()), rng.normal(0, 0.5, side.sum()),
+                                        rng.normal(0, 0.1, side.sum())])
+    up = kind == 3
+    origins[up, 2] = rng.uniform(lo - 1, hi, up.sum())
+    directions[up, 2] = rng.uniform(0.01, 0.5, up.sum())
+    return origins, directions
+
+
+@pytest.mark.parametrize("surface,diagonal", [("TRIANGLES", False), ("TRIANGLES", True),
+                                              ("BILINEAR", False)])
+def test_multi_block_grids_match_brute_force(surface, diagonal):
+    """Grids of many blocks and pyramid levels: the skips and block walk never lose a hit."""
+    rng = np.random.default_rng(17 + diagonal)
+    shape = (37, 70) if surface == "TRIANGLES" else (20, 66)
+    heights = multi_block_terrain(rng, *shape)
+    diagonals = rng.random((shape[0] - 1, shape[1] - 1)) < 0.5 if diagonal else None
+    spacing = (0.75, 1.25)
+    field, args = field_and_args(heights, spacing, (-3.0, 4.0), surface, diagonals)
+    origins, directions = mixed_rays(rng, heights, spacing, 160 if surface == "TRIANGLES" else 40)
+    origins[:, :2] += (-3.0, 4.0)
+    compared = check_against_reference(field, args, origins, directions, tolerance=1e-7)
+    assert compared >= 0.95 * len(origins)
 
 
 # -- bad input -------------------------------------------------------------------------------
