@@ -22,14 +22,21 @@ each visited cell on its closed interval ``[t_enter, t_exit]`` cannot miss: a ra
 vertex or along a grid line is tested at that point by the cells on both sides.
 
 Walk (EXACT). Amanatides & Woo: a ray in cell i leaves it at ``t = (i + [d > 0] - U0) / du``,
-computed afresh from the integer index each step (no accumulated error), and steps to the
-neighbour on the axis that leaves first; a tie steps one axis, and the next step covers the
-zero-length remainder. A min/max hierarchy (as in Jolt's HeightFieldShape and Tevs et al.'s
-maximum mipmaps) skips empty space: blocks of ``BLOCK`` x ``BLOCK`` cells with the min/max
-of their vertex heights; a ray walks blocks, and only where its lowest z over the block is
-at or below the block's max does it walk that block's cells, starting where it first comes
-down to the block max. All rays move together, one step per iteration, and the active set
-is compacted as rays finish, so there is no Python loop over rays.
+computed afresh from the integer index each step (no accumulated error; the footprint clip
+and the blocks use the same expression, so a walk never leaves its block or the grid), and
+steps to the neighbour on the axis that leaves first; a tie steps one axis, and the next
+step covers the zero-length remainder. A max hierarchy (Jolt's HeightFieldShape, Tevs et
+al.'s maximum mipmaps) skips empty space. As the solid reaches down to -inf, only maxima
+prune (a ray below a block's min is inside, which the first cell test finds at once):
+* skips: a ray at a point of a node of s x s cells stays within the node's 3 x 3
+  neighbourhood for a horizontal travel of s cells, and meets nothing there while above
+  the neighbourhood's max, so it may jump to where it comes down to that max or has
+  travelled s cells: one skip per pyramid level (s = 8, 16, ...) coarsest first, then two
+  at s = 8 before the walk, and one at s = 1 where a block's cell walk starts;
+* blocks of BLOCK x BLOCK cells: a ray walks blocks, and walks a block's cells only where
+  its lowest z over the block is at or below the block max, from where it comes down to it.
+All rays move together, one block or cell step per iteration, and the active set is
+compacted as rays finish, so there is no Python loop over rays.
 
 MARCH keeps seed 004 for comparison: samples half a cell apart along the ray until one lies
 below the terrain, then 32 bisection steps, reading the terrain height afresh at every
