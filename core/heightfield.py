@@ -193,11 +193,12 @@ class Heightfield:
 
     @property
     def hierarchy(self):
-        """The max hierarchy, built on first use and cached: ``block_max``, the max vertex
-        height of each block of BLOCK x BLOCK cells (flattened, row-major), and ``reach``,
-        per level l = 0, 1, ... the max over the 3 x 3 neighbourhood of each node of
-        BLOCK 2^l cells (as (flat array, nodes across, nodes down)), up to the level whose
-        neighbourhoods cover the grid."""
+        """The max hierarchy, built on first use and cached (~20 ms for 1024 x 1024):
+        ``block_max``, the max vertex height of each block of BLOCK x BLOCK cells (flat,
+        row-major); ``reach``, per level l = 0, 1, ... the max over the 3 x 3 neighbourhood
+        of each node of BLOCK 2^l cells, as (flat array, nodes across, nodes down), up to
+        the level whose neighbourhoods cover the grid; ``inner_reach``, the same for nodes
+        of CELL_SKIPS cells, as (size, flat array, nodes across, nodes down)."""
         if self._hierarchy is None:
             block_max = _block_reduce(self.heights, BLOCK, np.maximum)
             reach, level = [], block_max
@@ -233,8 +234,8 @@ class Heightfield:
         return flat.take(k), flat.take(k + 1), flat.take(k + nx), flat.take(k + nx + 1)
 
     def _planes(self, h00, h10, h01, h11, i, j):
-        """Both triangles' planes h = c + a u + b v of each cell, and the split line
-        w = sigma u - v + kappa (w >= 0 on triangle 0)."""
+        """Both triangles' planes h = c + a u + b v of each cell (triangle 0 below the
+        split line: u >= v, or u + v <= 1 where anti), and where the split is anti."""
         a0 = h10 - h00
         a1 = h11 - h01
         main_b0 = h11 - h10
@@ -526,6 +527,8 @@ class Heightfield:
     # MARCH: seed 004, bug fixed -----------------------------------------------------------
 
     def _march(self, rays, todo, t0, t1, result):
+        """Seed 004 vectorized: steps of half a cell from the box entry until a sample is
+        at or below the surface, then 32 bisections of the last bracket."""
         tol = self.tolerance
         step = 0.5 * min(self.spacing)
         rid = todo
@@ -557,8 +560,7 @@ class Heightfield:
             inside = below(rid, middle)  # the height at the midpoint, read afresh
             hi = np.where(inside, middle, hi)
             lo = np.where(inside, lo, middle)
-        t = np.where(lo == hi, lo, 0.5 * (lo + hi))
-        t = np.where(lo == t0[rid], np.where(below(rid, lo), lo, t), t)
+        t = 0.5 * (lo + hi)  # the seed's answer: the middle of the last bracket
         _, grad_u, grad_v, i, j = self._surface_at(rays.U0[rid] + t * rays.du[rid],
                                                    rays.V0[rid] + t * rays.dv[rid])
         result.distance[rid] = t
