@@ -5,7 +5,8 @@
 For each grid size, in the same run and on the same triangles (two per cell, split along
 (i, j)-(i+1, j+1) as our TRIANGLES surface): 100k rays from above the terrain with a random
 tilt of up to 45 degrees; rays/s of Heightfield(method="EXACT") and (method="MARCH") over
-the whole batch, of a Python loop of mathutils.bvhtree.BVHTree.ray_cast over a 20k-ray subset,
+the whole batch (and of surface="BILINEAR" for reference), of a Python loop of
+mathutils.bvhtree.BVHTree.ray_cast over a 20k-ray subset,
 and of embreex (optional) over the whole batch; build times of our hierarchy and of the
 embreex scene; and the largest difference between our TRIANGLES hits and BVHTree's (and
 embreex's). Both engines work in float32: at coordinates near 1000 their own rounding is
@@ -118,7 +119,7 @@ def embreex_run(vertices, triangles, origins, directions):
     def run():
         result.update(scene.run(o32, d32, output=1))
 
-    seconds = best_time(run)
+    seconds = best_time(run, repeat=5)
     distance = np.where(result["geomID"] >= 0, result["tfar"], np.inf)
     return len(origins) / seconds, distance, build
 
@@ -132,7 +133,10 @@ def bench(n, count, rng):
     build = best_time(lambda: Heightfield(heights).hierarchy, repeat=5)
     exact.hierarchy
     hits = {}
-    exact_rate = count / best_time(lambda: hits.update(exact=raycast(exact, origins, directions)))
+    exact_rate = count / best_time(
+        lambda: hits.update(exact=raycast(exact, origins, directions)), repeat=5)
+    bilinear = Heightfield(heights, surface="BILINEAR")
+    bilinear_rate = count / best_time(lambda: raycast(bilinear, origins, directions), repeat=3)
     march_rate = count / best_time(
         lambda: hits.update(march=raycast(march, origins, directions)), repeat=1)
 
@@ -158,7 +162,7 @@ def bench(n, count, rng):
         both = np.isfinite(bvh_distance) & np.isfinite(embree[1][:BVH_RAYS])
         noise = float(np.abs(bvh_distance[both] - embree[1][:BVH_RAYS][both]).max())
     return {
-        "n": n, "exact": exact_rate, "march": march_rate, "bvh": bvh_rate, "embreex": emb,
+        "n": n, "exact": exact_rate, "march": march_rate, "bilinear": bilinear_rate, "bvh": bvh_rate, "embreex": emb,
         "build_ms": build * 1e3, "embreex_build_ms": embree[2] * 1e3 if embree else None,
         "bvh_build_s": bvh_build, "hit_rate": ours.hit.mean(),
         "bvh_disagree": bvh_disagree, "bvh_worst": bvh_worst,
@@ -219,12 +223,12 @@ def main():
     print(f"\nRay vs heightfield: {args.rays} rays from above, tilt <= 45 deg (M rays/s; "
           f"BVHTree loop over {BVH_RAYS} rays)")
     header = ["grid", "EXACT", "MARCH", "BVHTree", "embreex", "hier. build", "embreex build",
-              "EXACT/MARCH", "EXACT/BVHTree", "EXACT/embreex"]
+              "EXACT/MARCH", "EXACT/BVHTree", "EXACT/embreex", "EXACT BILINEAR"]
     rows = [[f"{r['n']}x{r['n']}", rate(r["exact"]), rate(r["march"]), rate(r["bvh"]),
              rate(r["embreex"]), f"{r['build_ms']:.1f} ms",
              "n/a" if r["embreex_build_ms"] is None else f"{r['embreex_build_ms']:.0f} ms",
              ratio(r["exact"], r["march"]), ratio(r["exact"], r["bvh"]),
-             ratio(r["exact"], r["embreex"])] for r in results]
+             ratio(r["exact"], r["embreex"]), rate(r["bilinear"])] for r in results]
     widths = [max(len(str(v)) for v in column) for column in zip(header, *rows)]
     print("  ".join(f"{h:>{w}}" for h, w in zip(header, widths)))
     print("-" * (sum(widths) + 2 * (len(widths) - 1)))
