@@ -159,7 +159,17 @@ def _block_reduce(heights, block, ufunc):
 
 
 class Heightfield:
-    """A terrain: the solid under a displaced regular grid (see the module docstring)."""
+    """A terrain: the solid under a displaced regular grid (see the module docstring).
+
+    heights: (ny, nx), both >= 2; heights[j, i] is z at (x0 + i dx, y0 + j dy).
+    spacing: (dx, dy) > 0 (a scalar for both); origin: (x0, y0).
+    surface: "TRIANGLES" (two planar triangles per cell, as Blender draws the mesh) or
+    "BILINEAR" (the bilinear patch through the cell's corners).
+    diagonals: optional bool (ny-1, nx-1) for TRIANGLES: False splits a cell along
+    (i, j)-(i+1, j+1), True along (i+1, j)-(i, j+1) (default: all False).
+    method: "EXACT" (the cell walk; never misses) or "MARCH" (seed 004, for comparison).
+    Hits report the cell (i, j) they lie in (RayHits.cell).
+    """
 
     dimension = 3
     # Rays per kernel call: the walk loops over steps (with all active rays vectorized), so
