@@ -1,12 +1,14 @@
 # The two commands of the README: `make demo` and `make test`. Each creates .venv with the
 # pinned dependencies (Python 3.11) when it is missing.
 #   make demo      headless demo: demo/out/demo.blend, demo/out/demo.png, a table of hits
-#   make test      the whole test suite (core without Blender, then real bpy 5.0.1)
+#   make test      the whole test suite (core without Blender, then real bpy 5.0.1), then
+#                  tests/core again under numpy 2 (.venv-numpy2; core supports 1.26 and 2.x)
 #   make validate  Blender's extension validator on blender_manifest.toml
 #   make package   build/geometry_queries-<version>.zip, for Install from Disk
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
+VENV_NUMPY2 := .venv-numpy2
 DIST := build
 
 # Blender's extension tool and tag list, shipped inside the installed bpy (expanded when
@@ -25,8 +27,16 @@ $(VENV)/.installed: requirements-dev.txt
 
 venv: $(VENV)/.installed
 
-test: venv
+$(VENV_NUMPY2)/.installed: requirements-numpy2.txt
+	$(PYTHON) -m venv $(VENV_NUMPY2)
+	$(VENV_NUMPY2)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_NUMPY2)/bin/python -m pip install --quiet -r requirements-numpy2.txt
+	touch $@
+
+# With PYTEST_ARGS (a subset), only that subset runs, in .venv.
+test: venv $(if $(PYTEST_ARGS),,$(VENV_NUMPY2)/.installed)
 	$(PY) -m pytest $(PYTEST_ARGS)
+	$(if $(PYTEST_ARGS),,$(VENV_NUMPY2)/bin/python -m pytest tests/core)
 
 demo: venv
 	$(PY) demo/make_demo.py

@@ -57,11 +57,11 @@ def test_package_is_named_after_id_and_version(package):
 def test_package_holds_only_the_addon(package):
     names = zipfile.ZipFile(package).namelist()
     assert {name.split("/")[0] for name in names} == {
-        "blender_manifest.toml", "__init__.py", *ADDON_FOLDERS}
+        "blender_manifest.toml", "LICENSE", "__init__.py", *ADDON_FOLDERS}
     for name in names:
         parts = name.split("/")
         assert not any(part.startswith(".") or part == "__pycache__" for part in parts), name
-        assert name == "blender_manifest.toml" or name.endswith(".py"), name
+        assert name in ("blender_manifest.toml", "LICENSE") or name.endswith(".py"), name
     # ... and every module of the add-on is in it.
     for folder in ADDON_FOLDERS:
         for file_name in os.listdir(os.path.join(ROOT, folder)):
