@@ -1,8 +1,12 @@
 """Blender objects -> core shapes: each recognised object becomes ``Placed(shape, matrix_world)``.
 
 The mesh is read from the **evaluated** object (``obj.evaluated_get(depsgraph).data``), so
-modifiers count, and it is read afresh on every call: nothing is cached across depsgraph
-updates. Vertices are read with ``foreach_get`` into numpy; no Python loop runs per vertex.
+modifiers count, and it is read afresh on every call. Vertices are read with ``foreach_get``
+into numpy; no Python loop runs per vertex. The one thing remembered between calls is a
+recognised terrain together with a copy of exactly the mesh data it was computed from
+(positions, corner vertices, triangle faces; terrain_cache.py): it is reused only when all of
+that is bit-identical, so it cannot go stale, and it saves re-reading ``mesh.loop_triangles``
+(~65 ms for a 512 x 512 grid) on every query.
 
 Recognition rules, tried in this order on the evaluated mesh in the object's local space
 (``tolerance`` = 1e-5 of the mesh's size, well above float32 vertex noise and well below any
@@ -44,6 +48,7 @@ from itertools import combinations
 import numpy as np
 
 from .. import core
+from .terrain_cache import TERRAINS, Fingerprint, read_corner_verts
 
 RELATIVE_TOLERANCE = 1e-5
 SNAP_TOLERANCE = 3e-6          # relative to the shape's size
@@ -68,12 +73,13 @@ class Recognized:
 # ---------------------------------------------------------------------------- reading
 
 def mesh_positions(mesh) -> np.ndarray:
-    """(N, 3) float64 vertex positions of ``mesh`` (the fast attribute path of foreach_get)."""
+    """(N, 3) float32 vertex positions of ``mesh``, as Blender stores them (the fast
+    attribute path of foreach_get)."""
     count = len(mesh.vertices)
     positions = np.empty(count * 3, dtype=np.float32)
     if count:
         mesh.attributes["position"].data.foreach_get("vector", positions)
-    return positions.reshape(count, 3).astype(np.float64)
+    return positions.reshape(count, 3)
 
 
 def mesh_is_closed(mesh) -> bool:
@@ -86,11 +92,14 @@ def mesh_is_closed(mesh) -> bool:
 
 
 def loop_triangle_vertices(mesh) -> np.ndarray:
-    """(T, 3) vertex indices of Blender's own triangulation of ``mesh``."""
+    """(T, 3) vertex indices of Blender's own triangulation of ``mesh``: the triangles'
+    corners (``loops``) mapped through ``.corner_vert``, which reads ~25% faster than the
+    triangles' ``vertices`` (both are RNA reads item by item, ~65 ms for 522k triangles)."""
     triangles = mesh.loop_triangles
-    vertices = np.empty(len(triangles) * 3, dtype=np.int32)
-    triangles.foreach_get("vertices", vertices)
-    return vertices.reshape(-1, 3)
+    corners = np.empty(len(triangles) * 3, dtype=np.int32)
+    if len(corners):
+        triangles.foreach_get("loops", corners)
+    return read_corner_verts(mesh)[corners].reshape(-1, 3)
 
 
 def world_matrix(evaluated_object) -> np.ndarray:
@@ -255,6 +264,12 @@ def as_terrain(mesh, points: np.ndarray):
     return shape, f"Terrain {nx}x{ny}"
 
 
+def terrain_arrays(shape) -> list:
+    """The arrays a recognised Heightfield holds (made read-only when it is cached)."""
+    return [array for array in (shape.heights, shape.diagonals)
+            if isinstance(array, np.ndarray)]
+
+
 def as_cylinder(mesh, points: np.ndarray):
     size = shape_size(points)
     tolerance = RELATIVE_TOLERANCE * size
@@ -353,14 +368,24 @@ def recognize_shape(obj, depsgraph) -> Recognized:
                             "(only sphere, cylinder and terrain meshes are supported)")
     evaluated = obj.evaluated_get(depsgraph)
     mesh = evaluated.data
-    points = mesh_positions(mesh)
-    if len(points) < 4:
-        raise NotRecognized(f"{name} has only {len(points)} vertices")
+    positions = mesh_positions(mesh)
+    if len(positions) < 4:
+        raise NotRecognized(f"{name} has only {len(positions)} vertices")
     matrix = world_matrix(evaluated)
+    # Edit mode may tessellate from the BMesh: never cached (see terrain_cache.py).
+    use_cache = evaluated.original.mode != 'EDIT'
+    known = TERRAINS.lookup(name, mesh, positions) if use_cache else None
+    if known is not None:
+        shape, description = known
+        return Recognized(name, 'TERRAIN', core.Placed(shape, matrix), description)
+    points = positions.astype(np.float64)
     scale = scale_description(matrix)
     reasons = []
     try:
         shape, description = as_terrain(mesh, points)
+        if use_cache:
+            TERRAINS.store(name, Fingerprint.read(mesh, positions), (shape, description),
+                           value_arrays=terrain_arrays(shape))
         return Recognized(name, 'TERRAIN', core.Placed(shape, matrix), description)
     except NotRecognized as reason:
         reasons.append(f"not a terrain: {reason}")

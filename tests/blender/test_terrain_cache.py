@@ -1,0 +1,152 @@
+"""The terrain cache (operators/terrain_cache.py) never serves stale data: after any edit of
+the evaluated mesh (a Displace strength that makes Blender flip some quads, one vertex moved,
+the same positions triangulated the other way) the next query uses the new surface and the
+new loop-triangle diagonals; without an edit, repeated queries reuse the recognised terrain
+and give bit-identical results."""
+import bpy
+import numpy as np
+import pytest
+
+from blender_scenes import (add_displaced_grid, evaluated_world_triangles, fire_single_ray,
+                            float32, ray_triangles, select_only)
+
+
+@pytest.fixture
+def modules(addon):
+    from geometry_queries.operators import mapping, terrain_cache
+
+    terrain_cache.TERRAINS.clear()
+    yield mapping, terrain_cache
+    terrain_cache.TERRAINS.clear()
+
+
+def recognize(mapping, obj):
+    return mapping.recognize(obj, bpy.context.evaluated_depsgraph_get())
+
+
+def blender_diagonals(obj):
+    """Each cell's diagonal as Blender triangulates the evaluated mesh, read from
+    ``loop_triangles`` without the add-on: True where a triangle holds both corners
+    (i+1, j) and (i, j+1) of its cell."""
+    mesh = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
+    xy = np.array([vertex.co[:2] for vertex in mesh.vertices])
+    low, high = xy.min(axis=0), xy.max(axis=0)
+    count = np.array([len(np.unique(np.round(xy[:, k], 5))) for k in (0, 1)])
+    lattice = np.rint((xy - low) / (high - low) * (count - 1)).astype(int)
+    diagonals = np.zeros((count[1] - 1, count[0] - 1), dtype=bool)
+    for triangle in mesh.loop_triangles:
+        corners = {tuple(lattice[v]) for v in triangle.vertices}
+        i, j = min(c[0] for c in corners), min(c[1] for c in corners)
+        if {(i + 1, j), (i, j + 1)} <= corners:
+            diagonals[j, i] = True
+    return diagonals
+
+
+def assert_hits_match_the_evaluated_triangles(grid, seed):
+    """Rays from above land on the mesh's current loop triangles (float64, 1e-9)."""
+    triangles = evaluated_world_triangles(grid)
+    rng = np.random.default_rng(seed)
+    direction = float32((0.1, -0.05, -1.0))
+    for aim in rng.uniform(-0.7, 0.7, (10, 2)):
+        origin = float32((aim[0] - 0.5, aim[1] + 0.25, 5.0))    # reaches z = 0 at the aim
+        found = fire_single_ray(origin, direction)
+        expected = ray_triangles(triangles, origin, direction)
+        assert found is not None and expected is not None
+        assert abs(found[0] - expected[0]) <= 1e-9 * max(1.0, expected[0])
+        np.testing.assert_allclose(found[2], expected[2], atol=1e-9)
+
+
+def test_repeated_queries_reuse_the_terrain_and_give_identical_hits(empty_scene, modules):
+    mapping, terrain_cache = modules
+    grid = add_displaced_grid(vertices_per_side=33, size=2.0, strength=0.5)
+    select_only(grid)
+    first = recognize(mapping, grid)
+    second = recognize(mapping, grid)
+    assert second.shape.shape is first.shape.shape      # reused, not re-read
+    assert terrain_cache.TERRAINS.hits == 1
+
+    def fire():
+        bpy.ops.geometry_queries.fire_ray(origin=(0.0, 0.0, 4.0), direction=(0.0, 0.0, -1.0),
+                                          pattern='GRID', grid_rows=20, grid_columns=20,
+                                          grid_width=1.8, output='POINT_MESH')
+        cloud = bpy.data.objects["Ray Hits"]
+        points = np.empty(len(cloud.data.vertices) * 3, dtype=np.float32)
+        cloud.data.attributes["position"].data.foreach_get("vector", points)
+        normals = np.empty_like(points)
+        cloud.data.attributes["hit_normal"].data.foreach_get("vector", normals)
+        bpy.ops.geometry_queries.clear_hits()
+        return points, normals
+
+    runs = [fire() for _ in range(3)]
+    assert len(runs[0][0]) == 3 * 400
+    for points, normals in runs[1:]:
+        assert points.tobytes() == runs[0][0].tobytes()
+        assert normals.tobytes() == runs[0][1].tobytes()
+    assert terrain_cache.TERRAINS.hits == 4
+
+
+def test_a_displace_edit_that_flips_quads_is_seen(empty_scene, modules):
+    """Same topology, new positions: Blender now splits some quads along the other diagonal
+    (the corner order alone does not tell which); the second query must use the new split."""
+    mapping, terrain_cache = modules
+    grid = add_displaced_grid(vertices_per_side=17, size=2.0, strength=0.4)
+    select_only(grid)
+    before = recognize(mapping, grid).shape.shape
+    assert not blender_diagonals(grid).any() and not before.diagonals.any()
+    assert_hits_match_the_evaluated_triangles(grid, seed=1)
+
+    grid.modifiers["Displace"].strength = 3.0
+    flipped = blender_diagonals(grid)
+    assert flipped.sum() >= 5               # the edit really changes the triangulation
+    after = recognize(mapping, grid).shape.shape
+    assert after is not before
+    np.testing.assert_array_equal(after.diagonals, flipped)
+    np.testing.assert_allclose(after.heights, 7.5 * before.heights, rtol=1e-5, atol=1e-6)
+    assert_hits_match_the_evaluated_triangles(grid, seed=2)
+
+
+def test_moving_one_vertex_is_seen(empty_scene, modules):
+    mapping, _ = modules
+    grid = add_displaced_grid(vertices_per_side=9, size=2.0, strength=0.3)
+    grid.modifiers.remove(grid.modifiers["Displace"])
+    select_only(grid)
+    above_centre = ((0.0, 0.0, 5.0), (0.0, 0.0, -1.0))
+    assert fire_single_ray(*above_centre)[0] == pytest.approx(5.0, abs=1e-12)
+    grid.data.vertices[40].co.z = 0.5      # the centre vertex of the 9 x 9 grid
+    grid.data.update()
+    assert fire_single_ray(*above_centre)[0] == pytest.approx(4.5, abs=1e-7)
+    assert recognize(mapping, grid).shape.shape.heights.max() == np.float32(0.5)
+
+
+def test_same_positions_other_triangulation_is_seen(empty_scene, modules):
+    """A Triangulate modifier switched from Fixed to Fixed Alternate keeps every position
+    and changes only the faces: the cache must compare topology too."""
+    mapping, terrain_cache = modules
+    grid = add_displaced_grid(vertices_per_side=9, size=2.0, strength=0.6)
+    triangulate = grid.modifiers.new("Triangulate", 'TRIANGULATE')
+    triangulate.quad_method = 'FIXED'
+    select_only(grid)
+    fixed = recognize(mapping, grid).shape.shape
+    np.testing.assert_array_equal(fixed.diagonals, blender_diagonals(grid))
+    assert_hits_match_the_evaluated_triangles(grid, seed=3)
+
+    triangulate.quad_method = 'FIXED_ALTERNATE'
+    hits = terrain_cache.TERRAINS.hits
+    alternate = recognize(mapping, grid).shape.shape
+    assert terrain_cache.TERRAINS.hits == hits        # a miss: the corners differ
+    np.testing.assert_array_equal(alternate.heights, fixed.heights)   # same positions
+    np.testing.assert_array_equal(alternate.diagonals, blender_diagonals(grid))
+    np.testing.assert_array_equal(alternate.diagonals, ~fixed.diagonals)
+    assert_hits_match_the_evaluated_triangles(grid, seed=4)
+
+
+def test_the_cache_is_bounded(empty_scene, modules):
+    mapping, terrain_cache = modules
+    grids = [add_displaced_grid(name=f"Terrain {k}", vertices_per_side=9)
+             for k in range(terrain_cache.MAX_ENTRIES + 2)]
+    for grid in grids:
+        recognize(mapping, grid)
+    assert len(terrain_cache.TERRAINS) == terrain_cache.MAX_ENTRIES
+    assert terrain_cache.TERRAINS.nbytes <= terrain_cache.MAX_BYTES
+    recognize(mapping, grids[-1])          # the most recent ones stay
+    assert terrain_cache.TERRAINS.hits == 1
