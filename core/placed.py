@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .rays import CHUNK, component_kernel, unit_components, unit_rows
+from .rays import CHUNK, component_kernel, unit_components
 
 
 class Placed:
@@ -67,26 +67,27 @@ class Placed:
         return (found[0] / stretch, normal) + tuple(found[2:])
 
     def _check_sphere_cast(self):
-        inner_check = getattr(self.shape, "_check_sphere_cast", None)
-        if not hasattr(self.shape, "_sphere_cast"):
+        if not hasattr(self.shape, "_sphere_cast_components"):
             raise ValueError(f"sphere_cast supports Sphere targets (optionally Placed); "
                              f"got Placed {type(self.shape).__name__}")
+        inner_check = getattr(self.shape, "_check_sphere_cast", None)
         if inner_check is not None:
             inner_check()
         if self.uniform_scale is None:
             raise ValueError("sphere_cast needs a placement without non-uniform scale "
                              "(a swept sphere does not stay a sphere under it)")
 
-    def _sphere_cast(self, starts, directions, lengths, radius):
-        k = self.uniform_scale
-        local_starts = (starts - self.translation) @ self.inverse_linear.T
-        local_directions, _ = unit_rows(directions @ self.inverse_linear.T)
-        distance, center, point, normal = self.shape._sphere_cast(
-            local_starts, local_directions, lengths / k, radius / k)
-        return (distance * k,
-                center @ self.linear.T + self.translation,
-                point @ self.linear.T + self.translation,
-                normal @ self.linear.T / k)
+    def _sphere_cast_components(self, start, direction, radius):
+        k = self.uniform_scale  # L = k Q: lengths shrink by k into local space
+        relative = [s - t for s, t in zip(start, self.translation)]
+        local_start = [linear_combination(row, relative) for row in self.inverse_linear]
+        local_direction = [k * linear_combination(row, direction) for row in self.inverse_linear]
+        distance, point, normal = self.shape._sphere_cast_components(
+            local_start, local_direction, radius / k)
+        world_point = [linear_combination(row, point) + t
+                       for row, t in zip(self.linear, self.translation)]
+        world_normal = [linear_combination(row, normal) / k for row in self.linear]
+        return distance * k, world_point, world_normal
 
 
 def linear_combination(weights, parts):

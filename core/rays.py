@@ -18,6 +18,11 @@ chunk of rays with unit directions and returning ``(distance, normal[, cell])``,
 * ``_intersect_components(origin, direction, max_distance)``: lists of D contiguous 1D
   arrays (see vectors.py, several times faster for the analytic shapes); normal a list.
 
+A shape that supports sphere casts provides ``_sphere_cast_components(start, direction,
+radius)`` (components, direction unit or zero for a zero-length cast, radius per row),
+returning ``(distance, point, normal)``: the centre's travel to the first contact (inf or
+NaN where none), the contact point on the shape and the shape's normal there.
+
 """
 from __future__ import annotations
 
@@ -157,6 +162,14 @@ def unit_components(vector):
     return unit, None
 
 
+def gated(distance, hit):
+    """(gate, gated distance): gate is 1 for hits and NaN for misses, and the gated
+    distance NaN for misses, so whatever is computed from it is NaN for misses too.
+    Branch-free, because masked assignment costs ~4 ns per element here."""
+    gate = np.minimum(hit * np.inf, 1.0)
+    return gate, distance * gate
+
+
 def component_kernel(shape):
     """The shape's kernel in component form (adapting a row-form ``_intersect``)."""
     kernel = getattr(shape, "_intersect_components", None)
@@ -213,10 +226,7 @@ def raycast(shape, origins, directions, max_distance=np.inf) -> RayHits:
         if inside.any():  # distance 0 (origin inside or on the solid): normal = -direction
             inside = inside.astype(np.float64)
             normal = [n - inside * (u + n) for n, u in zip(normal, unit)]
-        # Branch-free masking (masked assignment costs ~4 ns per element here): gate is 1
-        # for hits and NaN for misses; a gated distance makes the points of misses NaN.
-        gate = np.minimum(hit * np.inf, 1.0)
-        distance = distance * gate
+        gate, distance = gated(distance, hit)
         point = [o + distance * u for o, u in zip(origin, unit)]
         normal = [x * gate for x in normal]
         distance = np.fmin(distance, np.inf)  # NaN -> inf
@@ -249,7 +259,7 @@ def sphere_cast(shape, starts, ends, radius) -> CastHits:
     check_same_length("starts", starts, "ends", ends)
     n = len(starts)
     radius = as_per_row("radius", radius, n)
-    cast = getattr(shape, "_sphere_cast", None)
+    cast = getattr(shape, "_sphere_cast_components", None)
     if cast is None:
         raise ValueError(
             f"sphere_cast supports Sphere targets (optionally Placed); got {type(shape).__name__}")
@@ -262,17 +272,18 @@ def sphere_cast(shape, starts, ends, radius) -> CastHits:
         point=np.empty((n, dimension)), normal=np.empty((n, dimension)))
 
     def work(part):
-        start = starts[part]
-        unit, length = unit_rows(ends[part] - start)
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            t, center, point, normal = cast(start, unit, length, radius[part])
-        ok = (t <= length) & np.isfinite(t)
-        result.hit[part] = ok
-        result.distance[part] = np.where(ok, t, np.inf)
-        result.center[part] = np.where(ok[:, None], center, np.nan)
-        result.point[part] = np.where(ok[:, None], point, np.nan)
-        result.normal[part] = np.where(ok[:, None], normal, np.nan)
+        start = list(starts[part].T)
+        unit, length = unit_rows(ends[part] - starts[part])  # a zero-length cast: unit 0
+        distance, point, normal = cast(start, components(unit), radius[part])
+        hit = (distance <= length) & (distance < np.inf)
+        result.hit[part] = hit
+        gate, distance = gated(distance, hit)
+        to_rows([s + distance * u for s, u in zip(start, unit.T)], result.center[part])
+        to_rows([x * gate for x in point], result.point[part])
+        to_rows([x * gate for x in normal], result.normal[part])
+        result.distance[part] = np.fmin(distance, np.inf)  # NaN -> inf
 
-    for part in chunks(n):
-        work(part)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        for part in chunks(n):
+            work(part)
     return _squeeze(result, single and single_end)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .shapes import as_point, as_positive
-from .vectors import add_scaled, components, dot, to_rows
+from .vectors import add_scaled, dot
 
 
 def line_ball_interval(offset, direction, radius):
@@ -68,19 +68,20 @@ class Sphere:
         distance = ball_entry(offset, direction, self.radius)
         return distance, [x * (1.0 / self.radius) for x in add_scaled(offset, distance, direction)]
 
-    def _sphere_cast(self, starts, directions, lengths, radius):
-        offset = [o - c for o, c in zip(starts.T, self.center)]
-        direction = components(directions)
+    def _sphere_cast_components(self, start, direction, radius):
+        offset = [s - c for s, c in zip(start, self.center)]
         distance = ball_entry(offset, direction, self.radius + radius)
-        finite = np.where(distance < np.inf, distance, 0.0)  # (NaN, inf: misses)
-        center = starts + finite[:, None] * directions
-        # From the target toward the moving centre; when the cast starts at the target's
-        # centre (overlap, no direction to speak of) face back along the cast, or up.
-        toward = to_rows(add_scaled(offset, finite, direction))
-        length = np.sqrt(np.einsum("ij,ij->i", toward, toward))
-        fallback = -directions
-        fallback[~np.any(fallback != 0, axis=1), -1] = 1.0
-        normal = np.where((length > 0)[:, None], toward / np.where(length > 0, length, 1.0)[:, None],
-                          fallback)
-        point = self.center + self.radius * normal
-        return distance, center, point, normal
+        # The normal points from the target toward the moving centre at contact.
+        toward = add_scaled(offset, distance, direction)
+        length = np.sqrt(dot(toward, toward))
+        normal = [x / length for x in toward]
+        at_center = length == 0.0
+        if at_center.any():
+            # The cast starts at the target's centre: face back along the cast (or up).
+            fallback = [-x[at_center] for x in direction]
+            still = ~np.any(np.stack(fallback) != 0.0, axis=0)
+            fallback[-1][still] = 1.0
+            for axis, part in enumerate(fallback):
+                normal[axis][at_center] = part
+        point = [c + self.radius * n for c, n in zip(self.center, normal)]
+        return distance, point, normal

@@ -70,6 +70,11 @@ def test_zero_length_casts():
     np.testing.assert_array_equal(casts.hit, [False, True])
     assert casts.distance[1] == 0.0
     np.testing.assert_array_equal(casts.point[1], [1, 0, 0])
+    # Zero length at the target's very centre: no direction at all, the normal faces up.
+    casts = sphere_cast(sphere, [0, 0, 0], [0, 0, 0], 0.5)
+    assert casts.hit and casts.distance == 0.0
+    np.testing.assert_array_equal(casts.normal, [0, 0, 1])
+    np.testing.assert_array_equal(casts.point, [0, 0, 1])
 
 
 def test_zero_radius_cast_equals_ray_cast_clipped_to_the_segment():
