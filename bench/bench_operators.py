@@ -6,10 +6,20 @@ collecting hits and normals, then the same point mesh written with ``foreach_set
 
     .venv/bin/python bench/bench_operators.py
 
-Both jobs start from the same evaluated scene (the depsgraph is evaluated once up front;
-both need it). The operator's first call also triangulates the 512x512 mesh
-(``mesh.loop_triangles``), which Blender then keeps with the evaluated mesh; it is shown
-separately. Target: the operator job <= 0.5 s.
+Cold and warm are reported separately, for both jobs:
+
+* cold: the first call on a freshly built scene (the depsgraph evaluated once up front, as
+  both jobs need it). The operator's first call makes Blender triangulate the 512x512 mesh
+  and reads the triangles item by item (``mesh.loop_triangles``, ~65 ms), with the add-on's
+  terrain cache emptied first; the loop's first call makes Blender build its BVH trees.
+* warm: the best of repeated calls on the unchanged scene. The operator then finds the
+  terrain in its cache (operators/terrain_cache.py: reused only while the mesh's positions,
+  corners and triangle faces are bit-identical, checked on every call in ~1 ms); the loop
+  reuses the BVH trees Blender caches on the evaluated meshes between ``ray_cast`` calls. Both
+  sides keep derived data across calls, so warm against warm is the fair comparison for
+  repeated queries; cold against cold for a one-off.
+
+Target: the operator job <= 0.5 s, cold and warm.
 """
 import os
 import sys
@@ -115,53 +125,80 @@ def remove(obj):
     bpy.data.meshes.remove(mesh)
 
 
-def stage_times():
-    """Where the operator's time goes, each stage timed on its own."""
-    from geometry_queries.operators import mapping, nearest
+def stage_times(clear_cache):
+    """Where the operator's time goes, each stage timed on its own (``clear_cache``: empty
+    the terrain cache first, so mapping reads the loop triangles again)."""
+    from geometry_queries.operators import mapping, nearest, patterns, terrain_cache
 
+    if clear_cache:
+        terrain_cache.TERRAINS.clear()
     context = bpy.context
     depsgraph = context.evaluated_depsgraph_get()
     start = time.perf_counter()
     targets = mapping.recognize_all(context.selected_objects, depsgraph)
     mapped = time.perf_counter()
-    origins, directions = grid_rays()
+    origins, directions = patterns.ray_pattern('GRID', ORIGIN, DIRECTION, grid_rows=ROWS,
+                                               grid_columns=COLUMNS, grid_width=WIDTH)
+    patterned = time.perf_counter()
     hits = nearest.nearest_ray_hits(targets, origins, directions, MAX_DISTANCE)
     queried = time.perf_counter()
-    return {"map objects": mapped - start, "query core": queried - mapped,
-            "hits": int(hits.hit.sum())}
+    return {"map objects": mapped - start, "ray pattern": patterned - mapped,
+            "query core": queried - patterned, "hits": int(hits.hit.sum())}
+
+
+def clear_hits(_obj):
+    bpy.ops.geometry_queries.clear_hits()
+
+
+def fresh_scene():
+    """A newly built scene (no triangulation, no BVH trees yet) and an empty terrain cache
+    (an identical grid built earlier in this process would otherwise be found in it)."""
+    from geometry_queries.operators import terrain_cache
+
+    build_scene()
+    terrain_cache.TERRAINS.clear()
 
 
 def main():
     register_addon_from_checkout()
-    build_scene()
 
-    first, first_hits = timed(operator_job, lambda obj: bpy.ops.geometry_queries.clear_hits())
-    operator_times, operator_hits = zip(*[
-        timed(operator_job, lambda obj: bpy.ops.geometry_queries.clear_hits())
-        for _ in range(REPEAT)])
-    loop_times, loop_hits = zip(*[timed(ray_cast_loop_job, remove) for _ in range(2)])
-    stages = stage_times()
+    fresh_scene()
+    operator_cold, cold_hits = timed(operator_job, clear_hits)
+    operator_times, operator_hits = zip(*[timed(operator_job, clear_hits)
+                                          for _ in range(REPEAT)])
+    fresh_scene()
+    loop_cold, _ = timed(ray_cast_loop_job, remove)
+    loop_times, loop_hits = zip(*[timed(ray_cast_loop_job, remove) for _ in range(3)])
+    cold_stages = stage_times(clear_cache=True)
+    warm_stages = min((stage_times(clear_cache=False) for _ in range(REPEAT)),
+                      key=lambda stages: stages["map objects"])
 
-    operator_time, loop_time = min(operator_times), min(loop_times)
+    operator_warm, loop_warm = min(operator_times), min(loop_times)
     print(f"\n{ROWS * COLUMNS} GRID rays at a UV sphere (32x16), a cylinder (32) and a 512x512 "
           "displaced grid, point-mesh output")
-    print(f"  operator  bpy.ops.geometry_queries.fire_ray   {operator_time * 1e3:8.1f} ms "
-          f"(best of {REPEAT}; first call {first * 1e3:.1f} ms)  {operator_hits[0]} hits")
-    print(f"  loop      scene.ray_cast per ray + mesh      {loop_time * 1e3:8.1f} ms "
-          f"(best of 2)  {loop_hits[0]} hits")
-    print(f"  ratio     loop / operator                    {loop_time / operator_time:8.1f}x")
-    print(f"  stages    map objects {stages['map objects'] * 1e3:.1f} ms, "
-          f"query core {stages['query core'] * 1e3:.1f} ms")
+    print(f"  operator  bpy.ops.geometry_queries.fire_ray  cold {operator_cold * 1e3:7.1f} ms "
+          f"(first call), warm {operator_warm * 1e3:6.1f} ms (best of {REPEAT})  "
+          f"{operator_hits[0]} hits")
+    print(f"  loop      scene.ray_cast per ray + mesh     cold {loop_cold * 1e3:7.1f} ms "
+          f"(first call), warm {loop_warm * 1e3:6.1f} ms (best of 3)  {loop_hits[0]} hits")
+    print(f"  ratio     loop / operator                   cold {loop_cold / operator_cold:7.1f}x"
+          f"               warm {loop_warm / operator_warm:6.1f}x")
+    for label, stages in (("cold", cold_stages), ("warm", warm_stages)):
+        print(f"  stages    {label}: map objects {stages['map objects'] * 1e3:.1f} ms, "
+              f"ray pattern {stages['ray pattern'] * 1e3:.1f} ms, "
+              f"query core {stages['query core'] * 1e3:.1f} ms")
     large = LARGE_ROWS * LARGE_COLUMNS
-    large_operator, _ = timed(lambda: operator_job(LARGE_ROWS, LARGE_COLUMNS),
-                              lambda obj: bpy.ops.geometry_queries.clear_hits())
-    large_loop, _ = timed(lambda: ray_cast_loop_job(LARGE_ROWS, LARGE_COLUMNS), remove)
-    print(f"  {large} rays: operator {large_operator * 1e3:.1f} ms, "
+    large_operator = min(timed(lambda: operator_job(LARGE_ROWS, LARGE_COLUMNS), clear_hits)[0]
+                         for _ in range(2))
+    large_loop = min(timed(lambda: ray_cast_loop_job(LARGE_ROWS, LARGE_COLUMNS), remove)[0]
+                     for _ in range(2))
+    print(f"  {large} rays, warm (best of 2): operator {large_operator * 1e3:.1f} ms, "
           f"loop {large_loop * 1e3:.1f} ms, ratio {large_loop / large_operator:.1f}x")
     target = 0.5
-    met = first <= target and operator_time <= target
-    print(f"  target    operator <= {target} s: {'met' if met else 'NOT met'}")
-    assert operator_hits[0] == first_hits == stages["hits"]
+    met = operator_cold <= target and operator_warm <= target
+    print(f"  target    operator <= {target} s, cold and warm: {'met' if met else 'NOT met'}")
+    assert operator_hits[0] == cold_hits == loop_hits[0] == cold_stages["hits"] \
+        == warm_stages["hits"]
 
 
 if __name__ == "__main__":
