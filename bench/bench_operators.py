@@ -11,10 +11,10 @@ Cold and warm are reported separately, for both jobs:
 * cold: the first call on a freshly built scene (the depsgraph evaluated once up front, as
   both jobs need it). The operator's first call makes Blender triangulate the 512x512 mesh
   and reads the triangles item by item (``mesh.loop_triangles``, ~65 ms), with the add-on's
-  terrain cache emptied first; the loop's first call makes Blender build its BVH trees.
+  shape cache emptied first; the loop's first call makes Blender build its BVH trees.
 * warm: the best of repeated calls on the unchanged scene. The operator then finds the
-  terrain in its cache (operators/terrain_cache.py: reused only while the mesh's positions,
-  corners and triangle faces are bit-identical, checked on every call in ~1 ms); the loop
+  shapes in its cache (operators/shape_cache.py: each reused only while its mesh's positions
+  and topology are bit-identical, checked on every call in ~1 ms); the loop
   reuses the BVH trees Blender caches on the evaluated meshes between ``ray_cast`` calls. Both
   sides keep derived data across calls, so warm against warm is the fair comparison for
   repeated queries; cold against cold for a one-off.
@@ -127,11 +127,11 @@ def remove(obj):
 
 def stage_times(clear_cache):
     """Where the operator's time goes, each stage timed on its own (``clear_cache``: empty
-    the terrain cache first, so mapping reads the loop triangles again)."""
-    from geometry_queries.operators import mapping, nearest, patterns, terrain_cache
+    the shape cache first, so mapping reads the loop triangles again)."""
+    from geometry_queries.operators import mapping, nearest, patterns, shape_cache
 
     if clear_cache:
-        terrain_cache.TERRAINS.clear()
+        shape_cache.SHAPES.clear()
     context = bpy.context
     depsgraph = context.evaluated_depsgraph_get()
     start = time.perf_counter()
@@ -151,12 +151,12 @@ def clear_hits(_obj):
 
 
 def fresh_scene():
-    """A newly built scene (no triangulation, no BVH trees yet) and an empty terrain cache
+    """A newly built scene (no triangulation, no BVH trees yet) and an empty shape cache
     (an identical grid built earlier in this process would otherwise be found in it)."""
-    from geometry_queries.operators import terrain_cache
+    from geometry_queries.operators import shape_cache
 
     build_scene()
-    terrain_cache.TERRAINS.clear()
+    shape_cache.SHAPES.clear()
 
 
 def main():

@@ -2,11 +2,12 @@
 
 The mesh is read from the **evaluated** object (``obj.evaluated_get(depsgraph).data``), so
 modifiers count, and it is read afresh on every call. Vertices are read with ``foreach_get``
-into numpy; no Python loop runs per vertex. The one thing remembered between calls is a
-recognised terrain together with a copy of exactly the mesh data it was computed from
-(positions, corner vertices, triangle faces; terrain_cache.py): it is reused only when all of
-that is bit-identical, so it cannot go stale, and it saves re-reading ``mesh.loop_triangles``
-(~65 ms for a 512 x 512 grid) on every query.
+into numpy; no Python loop runs per vertex. The one thing remembered between calls is each
+object's recognised local shape together with a copy of exactly the mesh data it was
+computed from (positions and the topology it depends on; shape_cache.py): it is reused only
+when all of that is bit-identical, so it cannot go stale, and it saves re-reading
+``mesh.loop_triangles`` (~65 ms for a 512 x 512 grid) on every query. The placement
+(``matrix_world``) is read on every call.
 
 Recognition rules, tried in this order on the evaluated mesh in the object's local space
 (``tolerance`` = 1e-5 of the mesh's size, well above float32 vertex noise and well below any
@@ -48,7 +49,7 @@ from itertools import combinations
 import numpy as np
 
 from .. import core
-from .terrain_cache import TERRAINS, Fingerprint, read_corner_verts
+from .shape_cache import SHAPES, Fingerprint, read_corner_edges, read_corner_verts
 
 RELATIVE_TOLERANCE = 1e-5
 SNAP_TOLERANCE = 3e-6          # relative to the shape's size
@@ -86,8 +87,7 @@ def mesh_is_closed(mesh) -> bool:
     """True when every edge is used by exactly two faces (a closed, manifold surface)."""
     if len(mesh.edges) == 0:
         return False
-    corner_edges = np.empty(len(mesh.loops), dtype=np.int32)
-    mesh.attributes[".corner_edge"].data.foreach_get("value", corner_edges)
+    corner_edges = read_corner_edges(mesh)
     return bool((np.bincount(corner_edges, minlength=len(mesh.edges)) == 2).all())
 
 
@@ -264,7 +264,7 @@ def as_terrain(mesh, points: np.ndarray):
 
     shape = core.Heightfield(heights, spacing=(dx, dy), origin=(x_min, y_min),
                              surface="TRIANGLES", diagonals=diagonals)
-    return shape, f"Terrain {nx}x{ny}"
+    return shape, (nx, ny)
 
 
 def terrain_arrays(shape) -> list:
@@ -375,44 +375,59 @@ def recognize_shape(obj, depsgraph) -> Recognized:
     positions = mesh_positions(mesh)
     if len(positions) < 4:
         raise NotRecognized(f"{name} has only {len(positions)} vertices")
-    matrix = world_matrix(evaluated)
-    # Edit mode may tessellate from the BMesh: never cached (see terrain_cache.py).
+    # Edit mode may tessellate from the BMesh: never cached (see shape_cache.py).
     use_cache = evaluated.original.mode != 'EDIT'
-    known = TERRAINS.lookup(name, mesh, positions) if use_cache else None
-    if known is not None:
-        shape, description = known
-        return Recognized(name, 'TERRAIN', core.Placed(shape, matrix), description)
+    local = SHAPES.lookup(name, mesh, positions) if use_cache else None
+    if local is None:
+        local = recognize_local(name, mesh, positions)
+        if use_cache:
+            kind, shape, _ = local
+            depends_on = "TRIANGULATION" if kind == 'TERRAIN' else "CLOSEDNESS"
+            SHAPES.store(name, Fingerprint.read(mesh, positions, depends_on), local,
+                         value_arrays=terrain_arrays(shape) if kind == 'TERRAIN' else ())
+    kind, shape, size = local
+    matrix = world_matrix(evaluated)
+    return Recognized(name, kind, core.Placed(shape, matrix),
+                      description(kind, size, scale_description(matrix)))
+
+
+def recognize_local(name, mesh, positions: np.ndarray):
+    """(kind, local shape, size) of ``mesh`` from its float32 ``positions``: size is
+    (nx, ny) for a terrain, (radius, height) for a cylinder, the radius for a sphere.
+    NotRecognized with every reason when it is none of them."""
     points = positions.astype(np.float64)
-    scale = scale_description(matrix)
     reasons = []
     try:
-        shape, description = as_terrain(mesh, points)
-        if use_cache:
-            TERRAINS.store(name, Fingerprint.read(mesh, positions), (shape, description),
-                           value_arrays=terrain_arrays(shape))
-        return Recognized(name, 'TERRAIN', core.Placed(shape, matrix), description)
+        shape, size = as_terrain(mesh, points)
+        return 'TERRAIN', shape, size
     except NotRecognized as reason:
         reasons.append(f"not a terrain: {reason}")
     planes = two_parallel_planes(points, RELATIVE_TOLERANCE * shape_size(points))
     try:
-        shape, (radius, height) = as_cylinder(mesh, points, planes)
-        if scale is None:
-            description = f"Cylinder r={radius:.3f} h={height:.3f} (non-uniform scale)"
-        else:
-            description = f"Cylinder r={radius * scale:.3f} h={height * scale:.3f}"
-        return Recognized(name, 'CYLINDER', core.Placed(shape, matrix), description)
+        shape, size = as_cylinder(mesh, points, planes)
+        return 'CYLINDER', shape, size
     except NotRecognized as reason:
         reasons.append(f"not a cylinder: {reason}")
     try:
-        shape, radius = as_sphere(mesh, points, planes)
-        if scale is None:
-            description = f"Ellipsoid (sphere r={radius:.3f}, non-uniform scale)"
-        else:
-            description = f"Sphere r={radius * scale:.3f}"
-        return Recognized(name, 'SPHERE', core.Placed(shape, matrix), description)
+        shape, size = as_sphere(mesh, points, planes)
+        return 'SPHERE', shape, size
     except NotRecognized as reason:
         reasons.append(f"not a sphere: {reason}")
     raise NotRecognized(f"{name} is not a supported shape: " + "; ".join(reversed(reasons)))
+
+
+def description(kind: str, size, scale) -> str:
+    """The panel's text for a recognised shape; ``scale`` as from scale_description."""
+    if kind == 'TERRAIN':
+        return f"Terrain {size[0]}x{size[1]}"
+    if kind == 'CYLINDER':
+        radius, height = size
+        if scale is None:
+            return f"Cylinder r={radius:.3f} h={height:.3f} (non-uniform scale)"
+        return f"Cylinder r={radius * scale:.3f} h={height * scale:.3f}"
+    if scale is None:
+        return f"Ellipsoid (sphere r={size:.3f}, non-uniform scale)"
+    return f"Sphere r={size * scale:.3f}"
 
 
 def as_similarity(placed):

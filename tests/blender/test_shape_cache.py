@@ -1,23 +1,24 @@
-"""The terrain cache (operators/terrain_cache.py) never serves stale data: after any edit of
-the evaluated mesh (a Displace strength that makes Blender flip some quads, one vertex moved,
-the same positions triangulated the other way) the next query uses the new surface and the
-new loop-triangle diagonals; without an edit, repeated queries reuse the recognised terrain
-and give bit-identical results."""
+"""The shape cache (operators/shape_cache.py) never serves stale data: after any edit of the
+evaluated mesh (a Displace strength that makes Blender flip some quads, one vertex moved,
+the same positions triangulated the other way, a sphere opened or resized) the next query
+uses the new surface and the new loop-triangle diagonals; without an edit, repeated queries
+reuse the recognised shape and give bit-identical results."""
 import bpy
 import numpy as np
 import pytest
 
-from blender_scenes import (add_displaced_grid, evaluated_world_triangles, fire_single_ray,
-                            float32, ray_triangles, select_only)
+from blender_scenes import (add_cylinder, add_displaced_grid, add_uv_sphere,
+                            evaluated_world_triangles, fire_single_ray, float32, ray_triangles,
+                            select_only)
 
 
 @pytest.fixture
 def modules(addon):
-    from geometry_queries.operators import mapping, terrain_cache
+    from geometry_queries.operators import mapping, shape_cache
 
-    terrain_cache.TERRAINS.clear()
-    yield mapping, terrain_cache
-    terrain_cache.TERRAINS.clear()
+    shape_cache.SHAPES.clear()
+    yield mapping, shape_cache
+    shape_cache.SHAPES.clear()
 
 
 def recognize(mapping, obj):
@@ -57,13 +58,13 @@ def assert_hits_match_the_evaluated_triangles(grid, seed):
 
 
 def test_repeated_queries_reuse_the_terrain_and_give_identical_hits(empty_scene, modules):
-    mapping, terrain_cache = modules
+    mapping, shape_cache = modules
     grid = add_displaced_grid(vertices_per_side=33, size=2.0, strength=0.5)
     select_only(grid)
     first = recognize(mapping, grid)
     second = recognize(mapping, grid)
     assert second.shape.shape is first.shape.shape      # reused, not re-read
-    assert terrain_cache.TERRAINS.hits == 1
+    assert shape_cache.SHAPES.hits == 1
 
     def fire():
         bpy.ops.geometry_queries.fire_ray(origin=(0.0, 0.0, 4.0), direction=(0.0, 0.0, -1.0),
@@ -82,13 +83,13 @@ def test_repeated_queries_reuse_the_terrain_and_give_identical_hits(empty_scene,
     for points, normals in runs[1:]:
         assert points.tobytes() == runs[0][0].tobytes()
         assert normals.tobytes() == runs[0][1].tobytes()
-    assert terrain_cache.TERRAINS.hits == 4
+    assert shape_cache.SHAPES.hits == 4
 
 
 def test_a_displace_edit_that_flips_quads_is_seen(empty_scene, modules):
     """Same topology, new positions: Blender now splits some quads along the other diagonal
     (the corner order alone does not tell which); the second query must use the new split."""
-    mapping, terrain_cache = modules
+    mapping, shape_cache = modules
     grid = add_displaced_grid(vertices_per_side=17, size=2.0, strength=0.4)
     select_only(grid)
     before = recognize(mapping, grid).shape.shape
@@ -121,7 +122,7 @@ def test_moving_one_vertex_is_seen(empty_scene, modules):
 def test_same_positions_other_triangulation_is_seen(empty_scene, modules):
     """A Triangulate modifier switched from Fixed to Fixed Alternate keeps every position
     and changes only the faces: the cache must compare topology too."""
-    mapping, terrain_cache = modules
+    mapping, shape_cache = modules
     grid = add_displaced_grid(vertices_per_side=9, size=2.0, strength=0.6)
     triangulate = grid.modifiers.new("Triangulate", 'TRIANGULATE')
     triangulate.quad_method = 'FIXED'
@@ -131,9 +132,9 @@ def test_same_positions_other_triangulation_is_seen(empty_scene, modules):
     assert_hits_match_the_evaluated_triangles(grid, seed=3)
 
     triangulate.quad_method = 'FIXED_ALTERNATE'
-    hits = terrain_cache.TERRAINS.hits
+    hits = shape_cache.SHAPES.hits
     alternate = recognize(mapping, grid).shape.shape
-    assert terrain_cache.TERRAINS.hits == hits        # a miss: the corners differ
+    assert shape_cache.SHAPES.hits == hits        # a miss: the corners differ
     np.testing.assert_array_equal(alternate.heights, fixed.heights)   # same positions
     np.testing.assert_array_equal(alternate.diagonals, blender_diagonals(grid))
     np.testing.assert_array_equal(alternate.diagonals, ~fixed.diagonals)
@@ -141,12 +142,51 @@ def test_same_positions_other_triangulation_is_seen(empty_scene, modules):
 
 
 def test_the_cache_is_bounded(empty_scene, modules):
-    mapping, terrain_cache = modules
+    mapping, shape_cache = modules
     grids = [add_displaced_grid(name=f"Terrain {k}", vertices_per_side=9)
-             for k in range(terrain_cache.MAX_ENTRIES + 2)]
+             for k in range(shape_cache.MAX_ENTRIES + 2)]
     for grid in grids:
         recognize(mapping, grid)
-    assert len(terrain_cache.TERRAINS) == terrain_cache.MAX_ENTRIES
-    assert terrain_cache.TERRAINS.nbytes <= terrain_cache.MAX_BYTES
+    assert len(shape_cache.SHAPES) == shape_cache.MAX_ENTRIES
+    assert shape_cache.SHAPES.nbytes <= shape_cache.MAX_BYTES
     recognize(mapping, grids[-1])          # the most recent ones stay
-    assert terrain_cache.TERRAINS.hits == 1
+    assert shape_cache.SHAPES.hits == 1
+
+
+def test_a_sphere_resized_or_opened_is_seen(empty_scene, modules):
+    mapping, shape_cache = modules
+    sphere = add_uv_sphere(radius=1.0)
+    first = recognize(mapping, sphere)
+    assert recognize(mapping, sphere).shape.shape is first.shape.shape
+    assert shape_cache.SHAPES.hits == 1
+
+    for vertex in sphere.data.vertices:
+        vertex.co *= 2.0
+    sphere.data.update()
+    assert recognize(mapping, sphere).description == "Sphere r=2.000"
+
+    # Same positions, one face fewer: no longer closed, so no longer a sphere.
+    bpy.context.view_layer.objects.active = sphere
+    bpy.ops.object.mode_set(mode='EDIT')
+    bpy.ops.mesh.select_all(action='DESELECT')
+    bpy.ops.object.mode_set(mode='OBJECT')
+    sphere.data.polygons[100].select = True
+    bpy.ops.object.mode_set(mode='EDIT')
+    bpy.ops.mesh.delete(type='ONLY_FACE')
+    bpy.ops.object.mode_set(mode='OBJECT')
+    with pytest.raises(mapping.NotRecognized, match="open"):
+        recognize(mapping, sphere)
+
+
+def test_a_moved_object_keeps_its_cached_shape_and_uses_its_new_placement(empty_scene,
+                                                                         modules):
+    mapping, shape_cache = modules
+    cylinder = add_cylinder(radius=0.5, depth=2.0)
+    select_only(cylinder)
+    down = ((0.0, 0.0, 5.0), (0.0, 0.0, -1.0))
+    assert fire_single_ray(*down)[0] == pytest.approx(4.0, abs=1e-6)
+    cylinder.location.z = 1.0
+    bpy.context.view_layer.update()
+    hits = shape_cache.SHAPES.hits
+    assert fire_single_ray(*down)[0] == pytest.approx(3.0, abs=1e-6)
+    assert shape_cache.SHAPES.hits == hits + 1     # same mesh: reused, placed anew

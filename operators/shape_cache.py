@@ -1,0 +1,198 @@
+"""Recognised shapes remembered by content, so repeated queries on unchanged objects skip
+re-reading Blender's triangulation (and re-fitting spheres and cylinders).
+
+Why. A terrain's cell diagonals must be the ones Blender draws, and the only exact source is
+``mesh.loop_triangles``, whose ``foreach_get`` goes through RNA item by item: ~65 ms for the
+522k triangles of a 512 x 512 grid, most of a 10k-ray query. Everything else a shape depends
+on is read in about a millisecond (positions, ``.corner_vert`` and ``.corner_edge`` through
+the attribute API, ``loop_triangle_polygons`` as a flat int array). Fitting a sphere or a
+cylinder takes ~1 ms each.
+
+What is compared. An entry holds what mapping.py recognised from an evaluated mesh and that
+mesh's *fingerprint*: copies of exactly the data the recognition is a function of.
+
+* Always the vertex positions as stored (float32, compared bit for bit as uint32, so -0.0
+  and 0.0 differ and NaN equals itself).
+* A terrain (its Heightfield is a function of the positions and the loop triangles): the
+  corner vertices (``.corner_vert``) and the face of every loop triangle
+  (``loop_triangle_polygons``). A face of ``n`` corners has ``n - 2`` triangles, stored face
+  after face, so that array determines the face offsets exactly (it is computed from them
+  alone); reading ``polygons.loop_start`` instead costs ~13 ms.
+* A sphere or cylinder (a function of the positions and of whether the mesh is closed,
+  which mapping.mesh_is_closed computes from ``.corner_edge`` and the edge count): the corner
+  edges and the edge count.
+
+A later lookup under the same object name returns the entry only when every array is
+identical to the mesh's current one, else nothing (the caller recognises afresh and replaces
+the entry). Failures are never stored.
+
+Why it cannot go stale. The mapping's rule is to read every object afresh and keep nothing
+across depsgraph updates that could go stale; this cache is keyed by content, not by time or
+by name (the name only says which entry to compare with). Blender's tessellation
+(``bke::mesh::corner_tris_calc``, ``mesh_tessellate.cc``) is a deterministic function of the
+positions, the face offsets and the corner vertices: a triangle is kept as is, a quad is split
+0-2 unless ``is_quad_flip_v3_first_third_fast`` on its four positions says 1-3. Only faces of
+five or more corners use anything else (the face normal, which may come from a cache); terrain
+entries are therefore stored only for meshes whose faces all have three or four corners, which
+the identical triangle-face array then guarantees at every hit too. So identical
+fingerprints mean the same triangulation and the same recognised shape, whatever happened in
+between (modifier edits, undo, file reloads, another object renamed to the same name); any
+difference, even one bit of one vertex, is a miss. The object's placement is never cached
+(``matrix_world`` is read on every call). A hash of the same bytes would do too (blake2b:
+~11 ms for the ~9 MB of a 512 x 512 grid; a direct comparison ~1 ms), but a stored copy needs
+no collision argument at all. Edit mode is never cached: there the mesh may be tessellated
+from its BMesh.
+
+Bounded memory: at most ``MAX_ENTRIES`` objects and ``MAX_BYTES`` of fingerprints and
+heights together, least recently used evicted first; a terrain larger than the whole budget
+(beyond ~1400 x 1400 vertices) is simply not cached. The arrays of a cached shape that
+mapping hands in (a Heightfield's heights and diagonals) are made read-only, since every
+later query shares them.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+MAX_ENTRIES = 8
+MAX_BYTES = 96 * 2 ** 20
+
+
+def read_corner_verts(mesh) -> np.ndarray:
+    """(corners,) int32 vertex of every face corner (the ``.corner_vert`` attribute)."""
+    corner_verts = np.empty(len(mesh.loops), dtype=np.int32)
+    if len(corner_verts):
+        mesh.attributes[".corner_vert"].data.foreach_get("value", corner_verts)
+    return corner_verts
+
+
+def read_triangle_faces(mesh) -> np.ndarray:
+    """(triangles,) int32 face of every loop triangle (``mesh.loop_triangle_polygons``)."""
+    faces = np.empty(len(mesh.loop_triangles), dtype=np.int32)
+    if len(faces):
+        mesh.loop_triangle_polygons.foreach_get("value", faces)
+    return faces
+
+
+def read_corner_edges(mesh) -> np.ndarray:
+    """(corners,) int32 edge of every face corner (the ``.corner_edge`` attribute)."""
+    corner_edges = np.empty(len(mesh.loops), dtype=np.int32)
+    if len(corner_edges):
+        mesh.attributes[".corner_edge"].data.foreach_get("value", corner_edges)
+    return corner_edges
+
+
+def read_edge_count(mesh) -> np.ndarray:
+    return np.array([len(mesh.edges)], dtype=np.int32)
+
+
+TOPOLOGY = {
+    # What besides the positions each kind of entry depends on (see the module docstring).
+    "TRIANGULATION": (read_corner_verts, read_triangle_faces),
+    "CLOSEDNESS": (read_corner_edges, read_edge_count),
+}
+
+
+def _same_bits(first: np.ndarray, second: np.ndarray) -> bool:
+    """True when two 4-byte arrays hold exactly the same bytes."""
+    return first.shape == second.shape and np.array_equal(first.view(np.uint32),
+                                                          second.view(np.uint32))
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """Copies of the positions and of the topology arrays ``TOPOLOGY[depends_on]`` reads."""
+
+    depends_on: str            # a key of TOPOLOGY
+    positions: np.ndarray      # (vertices * 3,) float32
+    topology: tuple            # int32 arrays, one per reader of TOPOLOGY[depends_on]
+
+    @classmethod
+    def read(cls, mesh, positions: np.ndarray, depends_on: str) -> "Fingerprint":
+        """``mesh``'s fingerprint; ``positions`` are its float32 positions, already read."""
+        return cls(depends_on, np.array(positions, dtype=np.float32).ravel(),
+                   tuple(read(mesh) for read in TOPOLOGY[depends_on]))
+
+    @property
+    def nbytes(self) -> int:
+        return self.positions.nbytes + sum(array.nbytes for array in self.topology)
+
+    def matches(self, mesh, positions: np.ndarray) -> bool:
+        """True when ``mesh`` (float32 ``positions``, already read) has exactly this
+        fingerprint. The positions are compared first: they are at hand and differ after
+        most edits; each topology array is read only while everything before it matched."""
+        return _same_bits(self.positions, positions.reshape(-1)) and all(
+            _same_bits(stored, read(mesh))
+            for stored, read in zip(self.topology, TOPOLOGY[self.depends_on]))
+
+    def only_triangles_and_quads(self) -> bool:
+        """True when no face has more than four corners (at most two triangles per face);
+        only meaningful for a TRIANGULATION fingerprint."""
+        triangle_faces = self.topology[1]
+        if not len(triangle_faces):
+            return True
+        return int(np.bincount(triangle_faces).max()) <= 2
+
+
+@dataclass
+class _Entry:
+    fingerprint: Fingerprint
+    value: object
+    nbytes: int
+
+
+class ShapeCache:
+    """Per object name, the last shape recognised and the fingerprint it came from."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES):
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self):
+        return len(self._entries)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(entry.nbytes for entry in self._entries.values())
+
+    def clear(self):
+        self._entries.clear()
+        self.hits = self.misses = 0
+
+    def lookup(self, name: str, mesh, positions: np.ndarray):
+        """The value stored for ``name`` if ``mesh`` (whose float32 positions are
+        ``positions``) has exactly the fingerprint it was stored with, else None."""
+        entry = self._entries.get(name)
+        if entry is None or not entry.fingerprint.matches(mesh, positions):
+            self.misses += 1
+            return None
+        self._entries.move_to_end(name)
+        self.hits += 1
+        return entry.value
+
+    def store(self, name: str, fingerprint: Fingerprint, value, value_arrays=()):
+        """Remember ``value`` for ``name`` and ``fingerprint``; ``value_arrays`` are its
+        numpy arrays, made read-only and counted against the budget. A triangulation-
+        dependent value of a mesh with faces of five or more corners is not stored (their
+        triangulation may depend on cached face normals)."""
+        self._entries.pop(name, None)
+        if fingerprint.depends_on == "TRIANGULATION" and \
+                not fingerprint.only_triangles_and_quads():
+            return
+        for array in value_arrays:
+            array.setflags(write=False)
+        nbytes = fingerprint.nbytes + sum(array.nbytes for array in value_arrays)
+        if nbytes > self.max_bytes:
+            return
+        self._entries[name] = _Entry(fingerprint, value, nbytes)
+        while len(self._entries) > self.max_entries or self.nbytes > self.max_bytes:
+            self._entries.popitem(last=False)
+
+
+SHAPES = ShapeCache()
+"""The add-on's one shape cache (see the module docstring)."""
