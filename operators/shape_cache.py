@@ -20,7 +20,9 @@ mesh's *fingerprint*: copies of exactly the data the recognition is a function o
   alone); reading ``polygons.loop_start`` instead costs ~13 ms.
 * A sphere or cylinder (a function of the positions and of whether the mesh is closed,
   which mapping.mesh_is_closed computes from ``.corner_edge`` and the edge count): the corner
-  edges and the edge count.
+  edges and the edge count. The terrain test, tried first, cannot start passing while these
+  match: a sphere or cylinder is closed, and a terrain never is (the outer edge of a corner
+  cell belongs to one face only).
 
 A later lookup under the same object name returns the entry only when every array is
 identical to the mesh's current one, else nothing (the caller recognises afresh and replaces
