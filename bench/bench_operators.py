@@ -183,7 +183,7 @@ def main():
           f"(first call), warm {loop_warm * 1e3:6.1f} ms (best of 3)  {loop_hits[0]} hits")
     print(f"  ratio     loop / operator                   cold {loop_cold / operator_cold:7.1f}x"
           f"               warm {loop_warm / operator_warm:6.1f}x")
-    for label, stages in (("cold", cold_stages), ("warm", warm_stages)):
+    for label, stages in (("cache emptied", cold_stages), ("warm", warm_stages)):
         print(f"  stages    {label}: map objects {stages['map objects'] * 1e3:.1f} ms, "
               f"ray pattern {stages['ray pattern'] * 1e3:.1f} ms, "
               f"query core {stages['query core'] * 1e3:.1f} ms")

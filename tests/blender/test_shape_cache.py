@@ -190,3 +190,18 @@ def test_a_moved_object_keeps_its_cached_shape_and_uses_its_new_placement(empty_
     hits = shape_cache.SHAPES.hits
     assert fire_single_ray(*down)[0] == pytest.approx(3.0, abs=1e-6)
     assert shape_cache.SHAPES.hits == hits + 1     # same mesh: reused, placed anew
+
+
+def test_nothing_is_cached_in_edit_mode(empty_scene, modules):
+    mapping, shape_cache = modules
+    grid = add_displaced_grid(vertices_per_side=9)
+    bpy.context.view_layer.objects.active = grid
+    bpy.ops.object.mode_set(mode='EDIT')
+    try:        # the evaluated mesh of an object in edit mode reads as empty here
+        recognize(mapping, grid)
+    except mapping.NotRecognized:
+        pass
+    assert len(shape_cache.SHAPES) == 0
+    bpy.ops.object.mode_set(mode='OBJECT')
+    recognize(mapping, grid)
+    assert len(shape_cache.SHAPES) == 1
