@@ -1,6 +1,7 @@
 """Blender operators: map selected objects to core shapes, query, write the results.
 
     mapping.py     evaluated Blender objects -> Placed core shapes (or a reason why not)
+    shape_cache.py recognised shapes kept while their mesh data stays bit-identical
     patterns.py    ray patterns: SINGLE, FAN, GRID (numpy)
     nearest.py     nearest hit over several targets (numpy + core)
     results.py     hits -> empties or one point mesh; Clear Hits' removal
@@ -10,6 +11,7 @@
 import bpy
 
 from .query import classes
+from .shape_cache import SHAPES
 
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
@@ -20,3 +22,4 @@ def register():
 
 def unregister():
     _unregister_classes()
+    SHAPES.clear()  # up to 96 MB of mesh copies: not kept by a disabled add-on

@@ -51,3 +51,14 @@ def test_operators_work_after_re_registering(empty_scene, addon):
     bpy.ops.mesh.primitive_uv_sphere_add(location=(0, 0, -5))
     bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1))
     assert bpy.context.scene.geometry_queries.last_result.startswith("1 of 1 ray hit")
+
+
+def test_unregister_empties_the_shape_cache(empty_scene, addon):
+    from geometry_queries.operators.shape_cache import SHAPES
+
+    bpy.ops.mesh.primitive_uv_sphere_add(location=(0, 0, -5))
+    bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1))
+    assert len(SHAPES) == 1
+    addon.unregister()
+    assert len(SHAPES) == 0 and SHAPES.nbytes == 0
+    addon.register()
