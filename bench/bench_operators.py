@@ -21,9 +21,6 @@ Cold and warm are reported separately, for both jobs:
 
 Target: the operator job <= 0.5 s, cold and warm.
 """
-import os
-import sys
-import tempfile
 import time
 
 import common  # noqa: F401  (sets BLENDER_USER_RESOURCES before bpy is imported)
@@ -32,23 +29,13 @@ import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 from mathutils import Vector  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from demo.addon_from_checkout import register_addon  # noqa: E402
+
 ROWS = COLUMNS = 100
 LARGE_ROWS = LARGE_COLUMNS = 316      # ~100,000 rays: how both scale with the batch
 WIDTH = 9.5
 ORIGIN, DIRECTION, MAX_DISTANCE = (0.0, 0.0, 10.0), (0.0, 0.0, -1.0), 100.0
 REPEAT = 5
-
-
-def register_addon_from_checkout():
-    if "geometry_queries" not in sys.modules:
-        link_dir = tempfile.mkdtemp(prefix="gq-addon-")
-        os.symlink(ROOT, os.path.join(link_dir, "geometry_queries"))
-        sys.path.insert(0, link_dir)
-    import geometry_queries
-
-    geometry_queries.register()
-    return geometry_queries
 
 
 def build_scene():
@@ -160,7 +147,7 @@ def fresh_scene():
 
 
 def main():
-    register_addon_from_checkout()
+    register_addon()
 
     fresh_scene()
     operator_cold, cold_hits = timed(operator_job, clear_hits)

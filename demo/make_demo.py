@@ -35,6 +35,8 @@ import bpy  # noqa: E402  (after BLENDER_USER_RESOURCES)
 import numpy as np  # noqa: E402
 from mathutils import Vector  # noqa: E402
 
+from addon_from_checkout import register_addon  # noqa: E402  (beside this script)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT_DIR = os.path.join(ROOT, "demo", "out")
 DOCS_PNG = os.path.join(ROOT, "docs", "demo.png")
@@ -46,18 +48,6 @@ FAN_ANGLE = radians(52.0)
 CAST_START = Vector((-0.6, 1.35, 6.0))
 CAST_END = Vector((-0.6, 1.35, -0.5))
 CAST_RADIUS = 0.4
-
-
-def register_addon_from_checkout():
-    """Import this checkout as the package ``geometry_queries`` and register it."""
-    if "geometry_queries" not in sys.modules:
-        link_dir = tempfile.mkdtemp(prefix="gq-addon-")
-        os.symlink(ROOT, os.path.join(link_dir, "geometry_queries"))
-        sys.path.insert(0, link_dir)
-    import geometry_queries
-
-    geometry_queries.register()
-    return geometry_queries
 
 
 # ----------------------------------------------------------------------------- materials
@@ -289,7 +279,7 @@ def render(path):
 
 def main(copy_to_docs=False):
     started = time.perf_counter()
-    register_addon_from_checkout()
+    register_addon()
     sphere, cylinder, terrain = build_scene()
     point_mesh = fire_fan(sphere, cylinder, terrain)
     centre, contact = cast_sphere(sphere)

@@ -2,7 +2,7 @@
 
     .venv/bin/python demo/script_example.py [result.blend]
 
-Registers the add-on straight from this checkout (as tests/blender/conftest.py does: the
+Registers the add-on straight from this checkout (demo/addon_from_checkout.py: the
 checkout is linked into a temporary folder as the package ``geometry_queries``), builds a
 UV sphere, a cylinder and a displaced grid terrain, and runs every operator the way a
 script would: with explicit origins and directions, or with the 3D cursor. Prints what
@@ -20,20 +20,8 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="gq-demo
 import bpy  # noqa: E402  (after BLENDER_USER_RESOURCES)
 import numpy as np  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from addon_from_checkout import register_addon  # noqa: E402  (beside this script)
 
-
-def register_addon_from_checkout():
-    """Import this checkout as the package ``geometry_queries`` and register it. An add-on
-    installed as an extension needs none of this: its operators are simply there."""
-    if "geometry_queries" not in sys.modules:
-        link_dir = tempfile.mkdtemp(prefix="gq-addon-")
-        os.symlink(ROOT, os.path.join(link_dir, "geometry_queries"))
-        sys.path.insert(0, link_dir)
-    import geometry_queries
-
-    geometry_queries.register()
-    return geometry_queries
 
 
 def build_scene():
@@ -60,7 +48,7 @@ def select(*objects):
 
 
 def main(save_path=None):
-    addon = register_addon_from_checkout()
+    addon = register_addon()
     sphere, cylinder, terrain = build_scene()
     scene = bpy.context.scene
     select(sphere, cylinder, terrain)

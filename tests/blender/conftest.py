@@ -15,22 +15,11 @@ if "bpy" not in sys.modules:
 import bpy  # noqa: E402  (must come after BLENDER_USER_RESOURCES is set)
 import pytest  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from demo.addon_from_checkout import import_addon  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)  # blender_scenes.py, the tests' shared helpers
-
-
-def import_addon():
-    """The add-on package from this checkout, imported as ``geometry_queries``."""
-    if "geometry_queries" in sys.modules:
-        return sys.modules["geometry_queries"]
-    link_dir = tempfile.mkdtemp(prefix="gq-addon-")
-    os.symlink(ROOT, os.path.join(link_dir, "geometry_queries"))
-    sys.path.insert(0, link_dir)
-    import geometry_queries
-
-    return geometry_queries
 
 
 @pytest.fixture(scope="session")
