@@ -206,32 +206,45 @@ class Heightfield:
         """The max hierarchy, built on first use and cached (~20 ms for 1024 x 1024):
         ``block_max``, the max vertex height of each block of BLOCK x BLOCK cells (flat,
         row-major); ``reach``, per level l = 0, 1, ... the max over the 3 x 3 neighbourhood
-        of each node of BLOCK 2^l cells, as (flat array, nodes across, nodes down), up to
-        the level whose neighbourhoods cover the grid; ``inner_reach``, the same for nodes
-        of CELL_SKIPS cells, as (size, flat array, nodes across, nodes down)."""
+        of each node of BLOCK 2^l cells, up to the last level that is below the max height
+        somewhere (coarser ones skip nothing); ``inner_reach``, the same for nodes of
+        CELL_SKIPS cells. Each level is (size, nodes, stride): the node maxima plus the
+        tolerance, padded by a copy of the edge nodes all round and flattened (row stride
+        ``stride``), so that node (I, J) for I, J in [-1, across] x [-1, down] is
+        ``nodes[J * stride + I + stride + 1]`` with no clamping (see _node_tops)."""
         if self._hierarchy is None:
+            tol = self.tolerance
+
+            def padded(level, size):
+                nodes = np.empty((level.shape[0] + 2, level.shape[1] + 2))
+                np.add(_neighbourhood_max(level), tol, out=nodes[1:-1, 1:-1])
+                nodes[0], nodes[-1] = nodes[1], nodes[-2]
+                nodes[:, 0], nodes[:, -1] = nodes[:, 1], nodes[:, -2]
+                return size, nodes.ravel(), nodes.shape[1]
+
             block_max = _block_reduce(self.heights, BLOCK, np.maximum)
-            reach, level = [], block_max
+            reach, level, size = [], block_max, BLOCK
             while True:
-                reach.append((_neighbourhood_max(level).ravel(), level.shape[1], level.shape[0]))
+                node = padded(level, size)
+                if not reach or node[1].min() < self.zmax:  # else it skips nothing
+                    reach.append(node)
                 if max(level.shape) <= 3:
                     break
                 level = _pool_max(level)
+                size *= 2
             # Below the blocks: nodes of 1, 2, ... BLOCK/2 cells, for the skips that start
             # the cell walk inside a block.
             h = self.heights
-            inner_levels, level = {}, np.maximum(np.maximum(h[:-1, :-1], h[:-1, 1:]),
-                                                 np.maximum(h[1:, :-1], h[1:, 1:]))
+            inner_reach, level = [], np.maximum(np.maximum(h[:-1, :-1], h[:-1, 1:]),
+                                                np.maximum(h[1:, :-1], h[1:, 1:]))
             size = 1
             while True:
                 if size in CELL_SKIPS:
-                    inner_levels[size] = (_neighbourhood_max(level).ravel(), level.shape[1],
-                                          level.shape[0])
+                    inner_reach.append(padded(level, size))
                 size *= 2
                 if size > max(CELL_SKIPS):
                     break
                 level = _pool_max(level)
-            inner_reach = [(size,) + inner_levels[size] for size in CELL_SKIPS]
             self._hierarchy = (block_max.ravel(), reach, inner_reach)
         return self._hierarchy
 
@@ -418,10 +431,8 @@ class Heightfield:
         inv_dz = np.minimum(s.dz, 0.0)
         inv_dz = inv_dz / (inv_dz * inv_dz + (s.dz >= 0))  # 1 / dz if dz < 0, else 0
         inv_chebyshev = (1.0 - 1e-9) / np.maximum(np.abs(s.du), np.abs(s.dv))
-        for size, nodes, across, down_ in inner_reach:
-            I = np.minimum(np.maximum(np.floor((s.U0 + ta * s.du) * (1.0 / size)), 0), across - 1)
-            J = np.minimum(np.maximum(np.floor((s.V0 + ta * s.dv) * (1.0 / size)), 0), down_ - 1)
-            top = nodes.take(_index(J * across + I)) + tol
+        for size, nodes, stride in inner_reach:
+            top = _node_tops(nodes, stride, size, s.U0 + ta * s.du, s.V0 + ta * s.dv)
             ta = np.maximum(ta, np.minimum(ta + size * inv_chebyshev, (top - s.oz) * inv_dz))
         s.ta = ta = np.minimum(ta, s.tf)
         s.i = np.minimum(np.maximum(np.floor(s.U0 + ta * s.du), s.Ib),
@@ -586,6 +597,17 @@ def _index(values):
     return (values + 6755399441055744.0).view(np.int64) - 0x4338000000000000
 
 
+def _node_tops(nodes, stride, size, U, V):
+    """Padded node maxima (see Heightfield.hierarchy) at grid points (U, V) in the footprint
+    (up to rounding: the padding takes nodes -1 and across, no clamps needed); the offset
+    and the float-to-index trick of _index are one constant. mode="clip" only guards
+    memory."""
+    I = np.floor(U * (1.0 / size))
+    J = np.floor(V * (1.0 / size))
+    k = (J * stride + (I + (stride + 1 + 6755399441055744.0))).view(np.int64)
+    return nodes.take(k - 0x4338000000000000, mode="clip")
+
+
 def _take(value, rows):
     """value[rows] for an array, value itself for a scalar."""
     return value.take(rows) if isinstance(value, np.ndarray) else value
@@ -695,11 +717,9 @@ def _start_walk(rays, todo, t0, t1, nx, ny, reach, tol):
     inv_chebyshev = (1.0 - 1e-9) / np.maximum(np.abs(du), np.abs(dv))
     levels = list(range(len(reach) - 1, 0, -1)) + [0] * FINE_SKIPS
     for level in levels:
-        nodes, across, down_ = reach[level]
-        size = BLOCK << level
-        I = np.minimum(np.maximum(np.floor((U0 + tc * du) * (1.0 / size)), 0), across - 1)
-        J = np.minimum(np.maximum(np.floor((V0 + tc * dv) * (1.0 / size)), 0), down_ - 1)
-        top = nodes.take(_index(J * across + I)) + tol
+        size, nodes, stride = reach[level]
+        at = np.minimum(tc, end)  # a skip may overshoot the end; look up nodes up to there
+        top = _node_tops(nodes, stride, size, U0 + at * du, V0 + at * dv)
         down = (top - oz) * inv_dz
         if level_rays.size:
             r = level_rays
@@ -727,8 +747,8 @@ def _start_walk(rays, todo, t0, t1, nx, ny, reach, tol):
     s.py = s.dv > 0
     s.sx = 2.0 * s.px - 1.0
     s.sy = 2.0 * s.py - 1.0
-    nbx = reach[0][1]
-    nby = reach[0][2]
+    nbx = -(-(nx - 1) // BLOCK)
+    nby = -(-(ny - 1) // BLOCK)
     s.Ib = np.minimum(np.maximum(np.floor((s.U0 + tc * s.du) * (1.0 / BLOCK)), 0), nbx - 1) * BLOCK
     s.Jb = np.minimum(np.maximum(np.floor((s.V0 + tc * s.dv) * (1.0 / BLOCK)), 0), nby - 1) * BLOCK
     return state
