@@ -173,8 +173,9 @@ class Heightfield:
 
     dimension = 3
     # Rays per kernel call: the walk loops over steps (with all active rays vectorized), so
-    # larger chunks amortize the per-call numpy overhead (1.4x faster than 8192 at 100k rays).
-    chunk_size = 65536
+    # larger chunks amortize the per-call numpy overhead and the last few steps of few rays
+    # (at 100k rays: 1.4x faster than 8192, ~5 % faster than 65536).
+    chunk_size = 1 << 17
 
     def __init__(self, heights, spacing=(1.0, 1.0), origin=(0.0, 0.0), surface="TRIANGLES",
                  diagonals=None, method="EXACT"):
@@ -650,8 +651,10 @@ class _Result:
 # Walk state: one row per field, one column per active ray, so that keeping a subset of the
 # rays is one ``take``. Cell and block indices are stored as floats (exact integers).
 FIELDS = ("rid", "U0", "V0", "du", "dv", "oz", "dz", "t1", "inv_du", "inv_dv",
-          "px", "py", "sx", "sy", "Ib", "Jb", "tc", "te", "top", "step_x",
-          "i", "j", "ta", "tf")
+          "px", "py", "sx", "sy", "Ib", "Jb", "tc", "te", "top", "step_x", "i", "j")
+# A block walk's ``tc`` (where it is) and ``top`` (its block's max) become the cell walk's
+# ``ta`` and ``tf`` when it enters a block: fewer rows to copy when the sets are compacted.
+ALIASES = {"ta": "tc", "tf": "top"}
 
 
 class _State:
@@ -692,7 +695,8 @@ class _State:
         self.tc = self.te
 
 
-for _row, _name in enumerate(FIELDS):
+for _name, _row in [(name, row) for row, name in enumerate(FIELDS)] + \
+        [(alias, FIELDS.index(name)) for alias, name in ALIASES.items()]:
     setattr(_State, _name, property(
         lambda self, row=_row: self.rows[row],
         lambda self, value, row=_row: self.rows.__setitem__(row, value)))
