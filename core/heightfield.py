@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .shapes import as_positive
+from .shapes import as_choice, as_pair
 
 BLOCK = 8  # cells per side of a hierarchy block (a power of two)
 FINE_SKIPS = 2  # skips at the block level after one at each coarser level (see _start_walk)
@@ -60,29 +60,6 @@ TINY = 1e-300  # direction component used for rays parallel to grid lines (see _
 SURFACES = ("TRIANGLES", "BILINEAR")
 METHODS = ("EXACT", "MARCH")
 MARCH_BISECTIONS = 32
-
-
-def _as_choice(name, value, allowed):
-    if not isinstance(value, str) or value.upper() not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
-    return value.upper()
-
-
-def _as_pair(name, value, positive):
-    """Two finite floats (a scalar is used for both); > 0 when ``positive``."""
-    try:
-        pair = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be two numbers: {error}") from None
-    if pair.ndim == 0:
-        pair = np.array([pair, pair])
-    if pair.shape != (2,):
-        raise ValueError(f"{name} must be two numbers (x, y), got shape {pair.shape}")
-    if positive:
-        return tuple(as_positive(f"{name}[{axis}]", number) for axis, number in enumerate(pair))
-    if not np.isfinite(pair).all():
-        raise ValueError(f"{name} must be finite, got {pair.tolist()}")
-    return float(pair[0]), float(pair[1])
 
 
 def _as_heights(value):
@@ -180,10 +157,10 @@ class Heightfield:
     def __init__(self, heights, spacing=(1.0, 1.0), origin=(0.0, 0.0), surface="TRIANGLES",
                  diagonals=None, method="EXACT"):
         self.heights = _as_heights(heights)
-        self.spacing = _as_pair("spacing", spacing, positive=True)
-        self.origin = _as_pair("origin", origin, positive=False)
-        self.surface = _as_choice("surface", surface, SURFACES)
-        self.method = _as_choice("method", method, METHODS)
+        self.spacing = as_pair("spacing", spacing, positive=True)
+        self.origin = as_pair("origin", origin, positive=False)
+        self.surface = as_choice("surface", surface, SURFACES)
+        self.method = as_choice("method", method, METHODS)
         ny, nx = self.heights.shape
         self.diagonals = _as_diagonals(diagonals, (ny - 1, nx - 1))
         self.zmin = float(self.heights.min())

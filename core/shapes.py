@@ -28,3 +28,27 @@ def as_positive(name: str, value) -> float:
     if not (np.isfinite(number) and number > 0):
         raise ValueError(f"{name} must be a finite number > 0, got {number}")
     return number
+
+
+def as_choice(name: str, value, allowed) -> str:
+    """One of the ``allowed`` upper-case names (any case accepted)."""
+    if not isinstance(value, str) or value.upper() not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+    return value.upper()
+
+
+def as_pair(name: str, value, positive: bool):
+    """Two finite floats (a scalar is used for both); > 0 when ``positive``."""
+    try:
+        pair = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be two numbers: {error}") from None
+    if pair.ndim == 0:
+        pair = np.array([pair, pair])
+    if pair.shape != (2,):
+        raise ValueError(f"{name} must be two numbers (x, y), got shape {pair.shape}")
+    if positive:
+        return tuple(as_positive(f"{name}[{axis}]", number) for axis, number in enumerate(pair))
+    if not np.isfinite(pair).all():
+        raise ValueError(f"{name} must be finite, got {pair.tolist()}")
+    return float(pair[0]), float(pair[1])
