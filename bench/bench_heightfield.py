@@ -17,30 +17,15 @@ Grid coordinates, heights, ray origins and directions are rounded to float32 val
 float32 engines see exactly the geometry we do. Times are the best of a few runs.
 """
 import argparse
-import os
-import sys
-import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="gq-bench-heightfield-")
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from core import Heightfield, raycast  # noqa: E402
+import common  # noqa: F401  (sys.path, BLENDER_USER_RESOURCES)
+from common import best_time
+from core import Heightfield, raycast
 
 BVH_RAYS = 20_000
-
-
-def best_time(function, repeat=3):
-    best = np.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def fractal_terrain(n, rng):

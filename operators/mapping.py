@@ -163,26 +163,15 @@ def two_parallel_planes(points: np.ndarray, tolerance: float):
 
 
 def fit_sphere(points: np.ndarray):
-    """Least-squares (algebraic) sphere through ``points``: (centre, radius)."""
+    """Least-squares (algebraic) sphere through ``points`` (a circle for 2D points):
+    (centre, radius). |p - c|^2 = r^2 is linear in (c, r^2 - |c|^2) once expanded."""
     mean = points.mean(axis=0)
     centred = points - mean
     matrix = np.column_stack([2.0 * centred, np.ones(len(points))])
     rhs = np.einsum("ij,ij->i", centred, centred)
     solution, *_ = np.linalg.lstsq(matrix, rhs, rcond=None)
-    centre = solution[:3] + mean
+    centre = solution[:-1] + mean
     radius = float(np.linalg.norm(points - centre, axis=1).mean())
-    return centre, radius
-
-
-def fit_circle(points2d: np.ndarray):
-    """Least-squares (algebraic) circle through 2D ``points2d``: (centre, radius)."""
-    mean = points2d.mean(axis=0)
-    centred = points2d - mean
-    matrix = np.column_stack([2.0 * centred, np.ones(len(points2d))])
-    rhs = np.einsum("ij,ij->i", centred, centred)
-    solution, *_ = np.linalg.lstsq(matrix, rhs, rcond=None)
-    centre = solution[:2] + mean
-    radius = float(np.linalg.norm(points2d - centre, axis=1).mean())
     return centre, radius
 
 
@@ -297,7 +286,7 @@ def as_cylinder(mesh, points: np.ndarray, planes):
                 f"it has only {len(ring)} vertices per circle (a box or prism; a cylinder needs "
                 f"at least {MIN_CYLINDER_SEGMENTS})")
         flat = np.column_stack([ring @ first, ring @ second])
-        centre2d, radius = fit_circle(flat)
+        centre2d, radius = fit_sphere(flat)
         if np.abs(np.linalg.norm(flat - centre2d, axis=1) - radius).max() > tolerance:
             raise NotRecognized("its vertices on each cap plane do not lie on a circle")
         level = float((ring @ normal).mean())

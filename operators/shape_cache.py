@@ -62,12 +62,17 @@ MAX_ENTRIES = 8
 MAX_BYTES = 96 * 2 ** 20
 
 
+def read_corner_attribute(mesh, name: str) -> np.ndarray:
+    """(corners,) int32 values of a face-corner attribute such as ``.corner_vert``."""
+    values = np.empty(len(mesh.loops), dtype=np.int32)
+    if len(values):
+        mesh.attributes[name].data.foreach_get("value", values)
+    return values
+
+
 def read_corner_verts(mesh) -> np.ndarray:
-    """(corners,) int32 vertex of every face corner (the ``.corner_vert`` attribute)."""
-    corner_verts = np.empty(len(mesh.loops), dtype=np.int32)
-    if len(corner_verts):
-        mesh.attributes[".corner_vert"].data.foreach_get("value", corner_verts)
-    return corner_verts
+    """(corners,) vertex of every face corner."""
+    return read_corner_attribute(mesh, ".corner_vert")
 
 
 def read_triangle_faces(mesh) -> np.ndarray:
@@ -79,11 +84,8 @@ def read_triangle_faces(mesh) -> np.ndarray:
 
 
 def read_corner_edges(mesh) -> np.ndarray:
-    """(corners,) int32 edge of every face corner (the ``.corner_edge`` attribute)."""
-    corner_edges = np.empty(len(mesh.loops), dtype=np.int32)
-    if len(corner_edges):
-        mesh.attributes[".corner_edge"].data.foreach_get("value", corner_edges)
-    return corner_edges
+    """(corners,) edge of every face corner."""
+    return read_corner_attribute(mesh, ".corner_edge")
 
 
 def read_edge_count(mesh) -> np.ndarray:
