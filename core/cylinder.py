@@ -10,6 +10,9 @@ and starts within the radius), solved like the sphere with the closest approach 
 The solid's interval is their overlap [max(enters), min(leaves)]; the hit is its first
 point at or after 0. Whichever interval set the entry decides the normal: the cap's
 ``-sign(d.w) w`` or the radial direction. Rays through the rim give enter == leave: a hit.
+
+The work happens in the cylinder's frame (u, v, w), where the radial problem is 2D. For an
+axis-aligned cylinder (what Blender's cylinders map to) the frame only picks components.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import numpy as np
 
 from .shapes import as_point, as_positive
 from .sphere import first_entry, line_ball_interval
-from .vectors import add_scaled, dot, signed_infinity
+from .vectors import along, at_least, from_frame, signed_infinity
 
 
 class Cylinder:
@@ -34,30 +37,28 @@ class Cylinder:
         if not self.height > 0:
             raise ValueError(f"p0 and p1 must differ, both are {self.p0.tolist()}")
         self.axis = axis / self.height
+        self.frame = frame_around(self.axis)
 
     def __repr__(self):
         return f"Cylinder(p0={self.p0.tolist()}, p1={self.p1.tolist()}, radius={self.radius})"
 
     def _intersect_components(self, origin, direction, max_distance):
-        w = self.axis
         relative = [o - p for o, p in zip(origin, self.p0)]
-        z0 = dot(relative, w)
-        dz = dot(direction, w)
-        radial_origin = add_scaled(relative, -z0, w)
-        radial_direction = add_scaled(direction, -dz, w)
+        x0, y0, z0 = (along(relative, axis) for axis in self.frame)
+        dx, dy, dz = (along(direction, axis) for axis in self.frame)
 
-        # Infinite cylinder: a 2D ray-circle problem in the radial plane. The radial
+        # Infinite cylinder: a 2D ray-circle problem in the (u, v) plane. The radial
         # direction has length a < 1, so distances along it are divided by a. A ray
         # parallel to the axis (a = 0) is inside for all t or never: the clamped a keeps
         # the arithmetic finite and the interval is then widened to (-inf, inf).
-        a = np.sqrt(dot(radial_direction, radial_direction))
+        a = np.sqrt(dx * dx + dy * dy)
         along_axis = a == 0.0
         any_along_axis = along_axis.any()
         if any_along_axis:
-            a = np.maximum(a, 1e-300)
+            a = at_least(a, 1e-300)
         inverse_a = 1.0 / a
-        side_enter, side_leave, side_valid = line_ball_interval(
-            radial_origin, [x * inverse_a for x in radial_direction], self.radius)
+        side_enter, side_leave = line_ball_interval(
+            [x0, y0], [dx * inverse_a, dy * inverse_a], self.radius)
         side_enter = side_enter * inverse_a
         side_leave = side_leave * inverse_a
         if any_along_axis:
@@ -74,24 +75,34 @@ class Cylinder:
         to_top = to_bottom + self.height * inverse_dz
         slab_enter = np.minimum(to_bottom, to_top)
         slab_leave = np.maximum(to_bottom, to_top)
-        valid = side_valid
+        valid = True
         if any_parallel:
             slab_enter = np.minimum(slab_enter, signed_infinity(parallel_to_caps))
             slab_leave = np.maximum(slab_leave, -signed_infinity(parallel_to_caps))
-            valid = valid & (~parallel_to_caps | between_caps)
+            valid = ~parallel_to_caps | between_caps
 
         enter = np.maximum(side_enter, slab_enter)
         leave = np.minimum(side_leave, slab_leave)
-        inside = (dot(radial_origin, radial_origin) <= self.radius * self.radius) & between_caps
-        distance = first_entry(enter, leave, valid & (enter <= leave), inside)
+        inside = (x0 * x0 + y0 * y0 <= self.radius * self.radius) & between_caps
+        distance = first_entry(enter, leave, inside, valid & (enter <= leave))
 
-        # Normal: the cap's -sign(d.w) w when the slab set the entry, else radial.
-        radial_hit = add_scaled(radial_origin, distance, radial_direction)
-        inverse_length = 1.0 / np.maximum(np.sqrt(dot(radial_hit, radial_hit)), 1e-300)
+        # Normal: the cap's -sign(dz) w when the slab set the entry, else radial.
         through_cap = slab_enter >= side_enter
-        cap_sign = -np.sign(safe_dz)
-        normal = []
-        for side, axis in zip(radial_hit, w):
-            side = side * inverse_length
-            normal.append(side + through_cap * (cap_sign * axis - side))
-        return distance, normal
+        hit_x = x0 + distance * dx
+        hit_y = y0 + distance * dy
+        radial_scale = ~through_cap / at_least(np.sqrt(hit_x * hit_x + hit_y * hit_y), 1e-300)
+        cap_normal = through_cap * ((dz < 0.0) * 2.0 - 1.0)
+        return distance, from_frame([hit_x * radial_scale, hit_y * radial_scale, cap_normal],
+                                    self.frame)
+
+
+def frame_around(axis: np.ndarray):
+    """An orthonormal frame (u, v, axis); for a coordinate axis, u and v are the other two."""
+    if np.count_nonzero(axis) == 1:
+        k = int(np.flatnonzero(axis)[0])
+        others = [np.eye(3)[i] for i in range(3) if i != k]
+        return others[0], others[1], axis
+    helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    u = np.cross(axis, helper)
+    u /= np.linalg.norm(u)
+    return u, np.cross(axis, u), axis

@@ -2,10 +2,10 @@
 
 Math. With the ray ``x(t) = o + t d`` (|d| = 1) and the sphere ``|x - c| = r``, let
 ``m = o - c``. The closest approach of the line to the centre is at ``t_c = -m.d``; the
-vector from the centre to that point is ``p = m + t_c d`` (computed directly, not as
-``|m|^2 - (m.d)^2``, which cancels catastrophically for far origins; Haines & Guenther,
-Ray Tracing Gems ch. 7). The line meets the sphere at ``t_c -/+ h`` with the half chord
-``h^2 = r^2 - |p|^2 = (r - |p|)(r + |p|)``, the factored form keeping tangent rays exact.
+vector from the centre to that point is ``p = m + t_c d``, and the line meets the sphere at
+``t_c -/+ h`` with the half chord ``h^2 = r^2 - |p|^2``. Taking |p|^2 from the vector p
+itself, not as ``|m|^2 - (m.d)^2``, avoids the catastrophic cancellation for far origins
+(Haines & Guenther, Ray Tracing Gems ch. 7).
 The ray is inside the solid on the interval [t_c - h, t_c + h]; the first point of that
 interval at or after 0 is the hit (0 when the origin is inside or on the sphere).
 
@@ -23,33 +23,32 @@ from .vectors import add_scaled, dot
 
 def line_ball_interval(offset, direction, radius):
     """Parameter interval [enter, leave] where ``offset + t * direction`` lies within
-    ``radius`` of the origin, for component lists with a unit (or zero) ``direction``.
-    ``valid`` is False where the line misses the ball."""
+    ``radius`` of the origin, for component lists with a unit (or zero) ``direction``;
+    both NaN where the line misses the ball (the square root of a negative half chord)."""
     closest_t = -dot(offset, direction)
     perpendicular = add_scaled(offset, closest_t, direction)
-    gap = np.sqrt(dot(perpendicular, perpendicular))
-    half_chord_squared = (radius - gap) * (radius + gap)
-    valid = half_chord_squared >= 0.0
-    half_chord = np.sqrt(np.maximum(half_chord_squared, 0.0))
-    return closest_t - half_chord, closest_t + half_chord, valid
+    half_chord = np.sqrt(radius * radius - dot(perpendicular, perpendicular))
+    return closest_t - half_chord, closest_t + half_chord
 
 
-def first_entry(enter, leave, valid, origin_inside):
-    """Distance of the first point of [enter, leave] at or after 0; inf or NaN where none.
+def first_entry(enter, leave, origin_inside, valid=True):
+    """Distance of the first point of [enter, leave] at or after 0; inf or NaN where none
+    (NaN end points, or ``valid`` False, mean no interval).
 
     ``origin_inside`` (the origin tested directly against the solid's inequalities) wins
     over the interval, whose end points carry rounding: an origin on the surface is a hit
-    at 0 in every direction. (Dividing by the reached flag turns misses into inf or NaN
-    without a masked assignment.)"""
+    at 0 in every direction, even where rounding lost the interval. (fmax turns a NaN entry
+    into 0; dividing by the reached flag turns misses into inf or NaN; no masked
+    assignment.)"""
     reached = (valid & (leave >= 0.0)) | origin_inside
-    return np.maximum(enter, 0.0) * ~origin_inside / reached
+    return np.fmax(enter, np.zeros(enter.shape)) * ~origin_inside / reached
 
 
 def ball_entry(offset, direction, radius):
     """First distance at which ``offset + t * direction`` is within ``radius``."""
-    enter, leave, valid = line_ball_interval(offset, direction, radius)
+    enter, leave = line_ball_interval(offset, direction, radius)
     inside = dot(offset, offset) <= radius * radius
-    return first_entry(enter, leave, valid, inside)
+    return first_entry(enter, leave, inside)
 
 
 class Sphere:

