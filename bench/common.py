@@ -15,7 +15,7 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="gq-benc
 import numpy as np  # noqa: E402
 
 
-def best_time(function, repeat=3):
+def best_time(function, repeat=10):
     """Best wall time of ``repeat`` calls, in seconds."""
     best = np.inf
     for _ in range(repeat):
