@@ -20,7 +20,7 @@ import numpy as np
 
 from .shapes import as_point, as_positive
 from .sphere import first_entry, line_ball_interval
-from .vectors import along, at_least, from_frame, signed_infinity
+from .vectors import at_least, from_frame, linear_combination, signed_infinity
 
 
 class Cylinder:
@@ -44,8 +44,8 @@ class Cylinder:
 
     def _intersect_components(self, origin, direction, max_distance):
         relative = [o - p for o, p in zip(origin, self.p0)]
-        x0, y0, z0 = (along(relative, axis) for axis in self.frame)
-        dx, dy, dz = (along(direction, axis) for axis in self.frame)
+        x0, y0, z0 = (linear_combination(axis, relative) for axis in self.frame)
+        dx, dy, dz = (linear_combination(axis, direction) for axis in self.frame)
 
         # Infinite cylinder: a 2D ray-circle problem in the (u, v) plane. The radial
         # direction has length a < 1, so distances along it are divided by a. A ray

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .rays import CHUNK, component_kernel, unit_components
+from .vectors import linear_combination
 
 
 class Placed:
@@ -88,11 +89,3 @@ class Placed:
                        for row, t in zip(self.linear, self.translation)]
         world_normal = [linear_combination(row, normal) / k for row in self.linear]
         return distance * k, world_point, world_normal
-
-
-def linear_combination(weights, parts):
-    """sum_j weights[j] * parts[j] for scalar weights and 1D component arrays."""
-    total = weights[0] * parts[0]
-    for weight, part in zip(weights[1:], parts[1:]):
-        total = total + weight * part
-    return total

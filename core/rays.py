@@ -150,12 +150,15 @@ def unit_components(vector):
     """Unit vectors of a component list and the first zero-length row (or None).
 
     The plain 1/sqrt(x.x) is exact enough in the normal range; rows whose squared length
-    under- or overflows are redone with unit_rows's scaling."""
+    under- or overflows are redone with unit_rows's scaling. NaN rows (the normals of
+    misses, when Placed maps them back) stay NaN."""
     length_squared = dot(vector, vector)
     inverse = 1.0 / np.sqrt(length_squared)
     unit = [x * inverse for x in vector]
     if not (length_squared.min() > 1e-290 and length_squared.max() < 1e290):
-        rows = np.flatnonzero(~((length_squared > 1e-290) & (length_squared < 1e290)))
+        rows = np.flatnonzero((length_squared <= 1e-290) | (length_squared >= 1e290))
+        if not len(rows):
+            return unit, None
         fixed, length = unit_rows(np.stack([x[rows] for x in vector], axis=1))
         for axis, x in enumerate(unit):
             x[rows] = fixed[:, axis]

@@ -20,30 +20,23 @@ def dot(a, b):
     return total
 
 
-def along(parts, vector):
-    """``parts . vector`` for a constant unit ``vector``; a coordinate axis (+-e_k) just
-    picks component k (negated for -e_k), with no arithmetic."""
-    if np.count_nonzero(vector) == 1:
-        k = int(np.flatnonzero(vector)[0])
-        return parts[k] if vector[k] > 0 else -parts[k]
-    return dot(parts, vector)
+def linear_combination(weights, parts):
+    """``sum_j weights[j] * parts[j]`` for constant weights and component arrays. Zero
+    weights are skipped and +-1 costs no multiply, so a coordinate axis just picks a
+    component and an axis-aligned frame or matrix costs only what it really mixes. (The
+    result may be one of ``parts`` itself: callers do not write into it.)"""
+    total = None
+    for weight, part in zip(weights, parts):
+        if weight == 0.0:
+            continue
+        term = part if weight == 1.0 else (-part if weight == -1.0 else weight * part)
+        total = term if total is None else total + term
+    return np.zeros_like(parts[0]) if total is None else total
 
 
 def from_frame(coordinates, frame):
-    """World components of ``sum_k coordinates[k] * frame[k]`` (frame: D constant vectors),
-    skipping zero weights, so a frame of coordinate axes only reorders (or negates)."""
-    world = []
-    for axis in range(len(frame[0])):
-        total = None
-        for coordinate, vector in zip(coordinates, frame):
-            weight = vector[axis]
-            if weight == 0.0:
-                continue
-            term = coordinate if weight == 1.0 else (-coordinate if weight == -1.0
-                                                     else weight * coordinate)
-            total = term if total is None else total + term
-        world.append(np.zeros_like(coordinates[0]) if total is None else total)
-    return world
+    """World components of ``sum_k coordinates[k] * frame[k]`` (frame: D constant vectors)."""
+    return [linear_combination(column, coordinates) for column in zip(*frame)]
 
 
 def add_scaled(a, scale, b):

@@ -70,6 +70,24 @@ def test_elliptic_sheared_cylinder():
             lambda o, d: reference.ray_cylinder(o, d, (0, 0, -1), (0, 0, 1), 0.7), seed)
 
 
+def test_axis_permuting_matrices_with_sign_flips():
+    """Matrices made of 0 and +-scale entries (90-degree rotations, mirrors: common in
+    Blender scenes) take the sparse path of the linear combinations, for both shapes."""
+    sphere = Sphere((0.1, -0.2, 0.3), 1.1)
+    cylinder = Cylinder((0, 0, -1), (0, 0, 1), 0.7)
+    permutations = [(0, 1, 2), (2, 0, 1), (1, 2, 0), (1, 0, 2)]
+    signs = [(1, 1, 1), (-1, 1, 1), (1, -1, -1), (-1, -1, 1)]
+    for seed, (order, sign) in enumerate(zip(permutations, signs)):
+        matrix = np.eye(4)
+        matrix[:3, :3] = np.eye(3)[list(order)] * np.array(sign) * [1.0, 2.5, 1.5][seed % 3]
+        matrix[:3, 3] = [1.5, -0.5, 2.0]
+        check_against_local_reference(
+            sphere, matrix, lambda o, d: reference.ray_sphere(o, d, sphere.center, 1.1), seed)
+        check_against_local_reference(
+            cylinder, matrix,
+            lambda o, d: reference.ray_cylinder(o, d, (0, 0, -1), (0, 0, 1), 0.7), seed)
+
+
 def test_max_distance_is_measured_in_world_units():
     placed = Placed(Sphere((0, 0, 0), 1.0), np.diag([4.0, 4.0, 4.0, 1.0]))
     # World sphere of radius 4: from x=-10 the hit is 6 away, whatever the local scale.
