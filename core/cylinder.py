@@ -20,7 +20,7 @@ import numpy as np
 
 from .shapes import as_point, as_positive
 from .sphere import first_entry, line_ball_interval
-from .vectors import at_least, from_frame, linear_combination, signed_infinity
+from .vectors import at_least, from_frame, linear_combination, plane_basis, signed_infinity
 
 
 class Cylinder:
@@ -102,7 +102,4 @@ def frame_around(axis: np.ndarray):
         k = int(np.flatnonzero(axis)[0])
         others = [np.eye(3)[i] for i in range(3) if i != k]
         return others[0], others[1], axis
-    helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    u = np.cross(axis, helper)
-    u /= np.linalg.norm(u)
-    return u, np.cross(axis, u), axis
+    return (*plane_basis(axis), axis)

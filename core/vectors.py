@@ -39,6 +39,14 @@ def from_frame(coordinates, frame):
     return [linear_combination(column, coordinates) for column in zip(*frame)]
 
 
+def plane_basis(normal: np.ndarray):
+    """Two unit vectors completing ``normal`` to an orthonormal basis."""
+    helper = np.array([1.0, 0.0, 0.0]) if abs(normal[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    first = np.cross(normal, helper)
+    first /= np.linalg.norm(first)
+    return first, np.cross(normal, first)
+
+
 def add_scaled(a, scale, b):
     """a + scale * b, component-wise (scale is a 1D array or a scalar)."""
     return [x + scale * y for x, y in zip(a, b)]

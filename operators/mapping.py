@@ -49,6 +49,7 @@ from itertools import combinations
 import numpy as np
 
 from .. import core
+from ..core.vectors import plane_basis
 from .shape_cache import SHAPES, Fingerprint, read_corner_edges, read_corner_verts
 
 RELATIVE_TOLERANCE = 1e-5
@@ -173,14 +174,6 @@ def fit_sphere(points: np.ndarray):
     centre = solution[:-1] + mean
     radius = float(np.linalg.norm(points - centre, axis=1).mean())
     return centre, radius
-
-
-def plane_basis(normal: np.ndarray):
-    """Two unit vectors completing ``normal`` to an orthonormal basis."""
-    helper = np.array([1.0, 0.0, 0.0]) if abs(normal[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    first = np.cross(normal, helper)
-    first /= np.linalg.norm(first)
-    return first, np.cross(normal, first)
 
 
 def shape_size(points: np.ndarray) -> float:
