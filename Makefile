@@ -3,6 +3,7 @@
 #   make demo      headless demo: demo/out/demo.blend, demo/out/demo.png, a table of hits
 #   make test      the whole test suite (core without Blender, then real bpy 5.0.1), then
 #                  tests/core again under numpy 2 (.venv-numpy2; core supports 1.26 and 2.x)
+#   make check     static checks: ruff (lint + format check)
 #   make validate  Blender's extension validator on blender_manifest.toml
 #   make package   build/geometry_queries-<version>.zip, for Install from Disk
 PYTHON ?= python3.11
@@ -17,7 +18,7 @@ BPY_SCRIPTS = $(firstword $(wildcard $(VENV)/lib/python3*/site-packages/bpy/*/sc
 BLENDER_EXT = $(BPY_SCRIPTS)/addons_core/bl_pkg/cli/blender_ext.py
 VALID_TAGS = $(BPY_SCRIPTS)/modules/_bpy_internal/extensions/tags.py
 
-.PHONY: test demo bench venv validate package
+.PHONY: test demo bench venv validate package check
 
 $(VENV)/.installed: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +38,10 @@ $(VENV_NUMPY2)/.installed: requirements-numpy2.txt
 test: venv $(if $(PYTEST_ARGS),,$(VENV_NUMPY2)/.installed)
 	$(PY) -m pytest $(PYTEST_ARGS)
 	$(if $(PYTEST_ARGS),,$(VENV_NUMPY2)/bin/python -m pytest tests/core)
+
+check: venv
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 
 demo: venv
 	$(PY) demo/make_demo.py

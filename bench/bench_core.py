@@ -8,13 +8,24 @@ ray-cast today). Rays: from 5 units away, aimed at random points within 1.2 of t
 whole batch (float32, one call). Also: the tessellation error of the mesh answers against
 the exact ones, and the peak memory of 10M rays against the size of inputs plus outputs.
 """
+
 import tracemalloc
 
-import numpy as np
-
 import common  # noqa: F401  (sys.path, BLENDER_USER_RESOURCES)
-from common import (best_time, bvhtree_loop_rate, cylinder_mesh, embreex_rate, embreex_scene,
-                    print_table, rate, ratio, rays_toward, uv_sphere_mesh)
+import numpy as np
+from common import (
+    best_time,
+    bvhtree_loop_rate,
+    cylinder_mesh,
+    embreex_rate,
+    embreex_scene,
+    print_table,
+    rate,
+    ratio,
+    rays_toward,
+    uv_sphere_mesh,
+)
+
 from core import Cylinder, Sphere, raycast, sphere_cast
 
 SIZES = (100_000, 1_000_000)
@@ -30,7 +41,8 @@ def tessellation_error(vertices, triangles, shape, origins, directions, count=20
     errors = []
     for row in np.flatnonzero(exact.hit):
         location, _, _, mesh_distance = tree.ray_cast(
-            Vector(origins[row]), Vector(directions[row]).normalized())
+            Vector(origins[row]), Vector(directions[row]).normalized()
+        )
         if location is not None:
             errors.append(abs(mesh_distance - exact.distance[row]))
     errors = np.array(errors)
@@ -62,40 +74,71 @@ def main():
     cylinder_mesh_ = cylinder_mesh(1.0, 2.0, 32)
 
     rows = []
-    for name, shape, mesh in (("ray-sphere", sphere, sphere_mesh),
-                              ("ray-cylinder", cylinder, cylinder_mesh_)):
+    for name, shape, mesh in (
+        ("ray-sphere", sphere, sphere_mesh),
+        ("ray-cylinder", cylinder, cylinder_mesh_),
+    ):
         bvh = bvhtree_loop_rate(*mesh, origins, directions)
         scene = embreex_scene(*mesh)
         for n in SIZES:
-            ours = n / best_time(lambda: raycast(shape, origins[:n], directions[:n]))
+            ours = n / best_time(
+                lambda shape=shape, n=n: raycast(shape, origins[:n], directions[:n])
+            )
             embree = embreex_rate(scene, origins[:n], directions[:n])
-            rows.append((name, f"{n:,}", rate(ours), rate(bvh), rate(embree),
-                         ratio(ours, bvh), ratio(ours, embree)))
+            rows.append(
+                (
+                    name,
+                    f"{n:,}",
+                    rate(ours),
+                    rate(bvh),
+                    rate(embree),
+                    ratio(ours, bvh),
+                    ratio(ours, embree),
+                )
+            )
     ends = origins + directions
     bvh = bvhtree_loop_rate(*sphere_mesh, origins, directions)
     scene = embreex_scene(*sphere_mesh)
     for n in SIZES:
-        ours = n / best_time(lambda: sphere_cast(sphere, origins[:n], ends[:n], 0.1))
+        ours = n / best_time(lambda n=n: sphere_cast(sphere, origins[:n], ends[:n], 0.1))
         embree = embreex_rate(scene, origins[:n], directions[:n])
-        rows.append(("sphere cast r=0.1", f"{n:,}", rate(ours), rate(bvh), rate(embree),
-                     ratio(ours, bvh), ratio(ours, embree)))
-    print_table("Analytic queries (BVHTree and embreex ray-cast the tessellated mesh; "
-                "the sphere cast is compared with their ray casts)",
-                ("query", "rays", "ours", "BVHTree loop", "embreex", "vs BVHTree", "vs embreex"),
-                rows)
+        rows.append(
+            (
+                "sphere cast r=0.1",
+                f"{n:,}",
+                rate(ours),
+                rate(bvh),
+                rate(embree),
+                ratio(ours, bvh),
+                ratio(ours, embree),
+            )
+        )
+    print_table(
+        "Analytic queries (BVHTree and embreex ray-cast the tessellated mesh; "
+        "the sphere cast is compared with their ray casts)",
+        ("query", "rays", "ours", "BVHTree loop", "embreex", "vs BVHTree", "vs embreex"),
+        rows,
+    )
 
     error_rows = []
-    for name, shape, mesh, radius in (("UV sphere 32x16", sphere, sphere_mesh, 1.0),
-                                      ("cylinder 32", cylinder, cylinder_mesh_, 1.0)):
+    for name, shape, mesh, radius in (
+        ("UV sphere 32x16", sphere, sphere_mesh, 1.0),
+        ("cylinder 32", cylinder, cylinder_mesh_, 1.0),
+    ):
         mean, worst = tessellation_error(*mesh, shape, origins, directions)
         error_rows.append((name, f"{100 * mean / radius:.2f} %", f"{100 * worst / radius:.1f} %"))
-    print_table("Tessellation error of mesh ray casts (distance, as % of the radius)",
-                ("mesh", "mean", "max"), error_rows)
+    print_table(
+        "Tessellation error of mesh ray casts (distance, as % of the radius)",
+        ("mesh", "mean", "max"),
+        error_rows,
+    )
 
     factor, peak, payload = peak_memory_ratio(sphere)
-    print_table("Peak memory, ray-sphere, 10M rays (tracemalloc)",
-                ("inputs + outputs", "peak", "peak / (inputs + outputs)"),
-                [(f"{payload / 2**20:.0f} MiB", f"{peak / 2**20:.0f} MiB", f"{factor:.2f}x")])
+    print_table(
+        "Peak memory, ray-sphere, 10M rays (tracemalloc)",
+        ("inputs + outputs", "peak", "peak / (inputs + outputs)"),
+        [(f"{payload / 2**20:.0f} MiB", f"{peak / 2**20:.0f} MiB", f"{factor:.2f}x")],
+    )
 
 
 if __name__ == "__main__":

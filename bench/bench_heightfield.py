@@ -16,13 +16,14 @@ grid centred on the origin, where float32 resolves it.
 Grid coordinates, heights, ray origins and directions are rounded to float32 values, so the
 float32 engines see exactly the geometry we do. Times are the best of a few runs.
 """
+
 import argparse
 import time
 
-import numpy as np
-
 import common  # noqa: F401  (sys.path, BLENDER_USER_RESOURCES)
+import numpy as np
 from common import best_time
+
 from core import Heightfield, raycast
 
 BVH_RAYS = 20_000
@@ -55,12 +56,18 @@ def grid_triangles(n):
 
 
 def rays_from_above(n, heights, count, rng):
-    origins = np.column_stack([rng.uniform(0, n - 1, count), rng.uniform(0, n - 1, count),
-                               np.full(count, heights.max() + 10.0)])
+    origins = np.column_stack(
+        [
+            rng.uniform(0, n - 1, count),
+            rng.uniform(0, n - 1, count),
+            np.full(count, heights.max() + 10.0),
+        ]
+    )
     tilt = rng.uniform(0, np.radians(45), count)
     azimuth = rng.uniform(0, 2 * np.pi, count)
-    directions = np.column_stack([np.sin(tilt) * np.cos(azimuth), np.sin(tilt) * np.sin(azimuth),
-                                  -np.cos(tilt)])
+    directions = np.column_stack(
+        [np.sin(tilt) * np.cos(azimuth), np.sin(tilt) * np.sin(azimuth), -np.cos(tilt)]
+    )
     f32 = lambda a: a.astype(np.float32).astype(np.float64)  # noqa: E731
     return f32(origins), f32(directions)
 
@@ -116,21 +123,24 @@ def bench(n, count, rng):
     march = Heightfield(heights, method="MARCH")
 
     build = best_time(lambda: Heightfield(heights).hierarchy, repeat=5)
-    exact.hierarchy
+    _ = exact.hierarchy  # built before timing the queries
     hits = {}
     exact_rate = count / best_time(
-        lambda: hits.update(exact=raycast(exact, origins, directions)), repeat=5)
+        lambda: hits.update(exact=raycast(exact, origins, directions)), repeat=5
+    )
     bilinear = Heightfield(heights, surface="BILINEAR")
     bilinear_rate = count / best_time(lambda: raycast(bilinear, origins, directions), repeat=3)
     march_rate = count / best_time(
-        lambda: hits.update(march=raycast(march, origins, directions)), repeat=1)
+        lambda: hits.update(march=raycast(march, origins, directions)), repeat=1
+    )
 
     x, y = np.meshgrid(np.arange(n, dtype=float), np.arange(n, dtype=float))
     vertices = np.column_stack([x.ravel(), y.ravel(), heights.ravel()])
     triangles = grid_triangles(n)
     ours = hits["exact"]
-    bvh_rate, bvh_distance, bvh_build = bvhtree_loop(vertices, triangles, origins[:BVH_RAYS],
-                                                     directions[:BVH_RAYS])
+    bvh_rate, bvh_distance, bvh_build = bvhtree_loop(
+        vertices, triangles, origins[:BVH_RAYS], directions[:BVH_RAYS]
+    )
     embree = embreex_run(vertices, triangles, origins, directions)
 
     def agreement(theirs, rows):
@@ -147,10 +157,18 @@ def bench(n, count, rng):
         both = np.isfinite(bvh_distance) & np.isfinite(embree[1][:BVH_RAYS])
         noise = float(np.abs(bvh_distance[both] - embree[1][:BVH_RAYS][both]).max())
     return {
-        "n": n, "exact": exact_rate, "march": march_rate, "bilinear": bilinear_rate, "bvh": bvh_rate, "embreex": emb,
-        "build_ms": build * 1e3, "embreex_build_ms": embree[2] * 1e3 if embree else None,
-        "bvh_build_s": bvh_build, "hit_rate": ours.hit.mean(),
-        "bvh_disagree": bvh_disagree, "bvh_worst": bvh_worst,
+        "n": n,
+        "exact": exact_rate,
+        "march": march_rate,
+        "bilinear": bilinear_rate,
+        "bvh": bvh_rate,
+        "embreex": emb,
+        "build_ms": build * 1e3,
+        "embreex_build_ms": embree[2] * 1e3 if embree else None,
+        "bvh_build_s": bvh_build,
+        "hit_rate": ours.hit.mean(),
+        "bvh_disagree": bvh_disagree,
+        "bvh_worst": bvh_worst,
         "embreex_agree": agreement(embree[1], slice(None)) if embree else None,
         "float32_noise": noise,
         "march_missed": int((ours.hit & ~hits["march"].hit).sum()),
@@ -169,12 +187,18 @@ def small_grid_agreement(rng, n=64, count=5000):
     heights = np.round(heights * 1024) / 1024
     half = (n - 1) / 2
     field = Heightfield(heights, origin=(-half, -half))
-    origins = np.column_stack([rng.uniform(-half, half, count), rng.uniform(-half, half, count),
-                               np.full(count, heights.max() + 2.0)])
+    origins = np.column_stack(
+        [
+            rng.uniform(-half, half, count),
+            rng.uniform(-half, half, count),
+            np.full(count, heights.max() + 2.0),
+        ]
+    )
     tilt = rng.uniform(0, np.radians(45), count)
     azimuth = rng.uniform(0, 2 * np.pi, count)
-    directions = np.column_stack([np.sin(tilt) * np.cos(azimuth), np.sin(tilt) * np.sin(azimuth),
-                                  -np.cos(tilt)])
+    directions = np.column_stack(
+        [np.sin(tilt) * np.cos(azimuth), np.sin(tilt) * np.sin(azimuth), -np.cos(tilt)]
+    )
     origins = origins.astype(np.float32).astype(np.float64)
     directions = directions.astype(np.float32).astype(np.float64)
     ours = raycast(field, origins, directions)
@@ -205,15 +229,39 @@ def main():
     def ratio(ours, theirs):
         return "n/a" if theirs is None else f"{ours / theirs:.1f}x"
 
-    print(f"\nRay vs heightfield: {args.rays} rays from above, tilt <= 45 deg (M rays/s; "
-          f"BVHTree loop over {BVH_RAYS} rays)")
-    header = ["grid", "EXACT", "MARCH", "BVHTree", "embreex", "hier. build", "embreex build",
-              "EXACT/MARCH", "EXACT/BVHTree", "EXACT/embreex", "EXACT BILINEAR"]
-    rows = [[f"{r['n']}x{r['n']}", rate(r["exact"]), rate(r["march"]), rate(r["bvh"]),
-             rate(r["embreex"]), f"{r['build_ms']:.1f} ms",
-             "n/a" if r["embreex_build_ms"] is None else f"{r['embreex_build_ms']:.0f} ms",
-             ratio(r["exact"], r["march"]), ratio(r["exact"], r["bvh"]),
-             ratio(r["exact"], r["embreex"]), rate(r["bilinear"])] for r in results]
+    print(
+        f"\nRay vs heightfield: {args.rays} rays from above, tilt <= 45 deg (M rays/s; "
+        f"BVHTree loop over {BVH_RAYS} rays)"
+    )
+    header = [
+        "grid",
+        "EXACT",
+        "MARCH",
+        "BVHTree",
+        "embreex",
+        "hier. build",
+        "embreex build",
+        "EXACT/MARCH",
+        "EXACT/BVHTree",
+        "EXACT/embreex",
+        "EXACT BILINEAR",
+    ]
+    rows = [
+        [
+            f"{r['n']}x{r['n']}",
+            rate(r["exact"]),
+            rate(r["march"]),
+            rate(r["bvh"]),
+            rate(r["embreex"]),
+            f"{r['build_ms']:.1f} ms",
+            "n/a" if r["embreex_build_ms"] is None else f"{r['embreex_build_ms']:.0f} ms",
+            ratio(r["exact"], r["march"]),
+            ratio(r["exact"], r["bvh"]),
+            ratio(r["exact"], r["embreex"]),
+            rate(r["bilinear"]),
+        ]
+        for r in results
+    ]
     widths = [max(len(str(v)) for v in column) for column in zip(header, *rows)]
     print("  ".join(f"{h:>{w}}" for h, w in zip(header, widths)))
     print("-" * (sum(widths) + 2 * (len(widths) - 1)))
@@ -221,19 +269,27 @@ def main():
         print("  ".join(f"{v:>{w}}" for v, w in zip(row, widths)))
     print()
     for r in results:
-        print(f"{r['n']}x{r['n']}: hit rate {r['hit_rate']:.3f}; MARCH missed {r['march_missed']} "
-              f"rays EXACT hit; BVHTree build {r['bvh_build_s']:.1f} s")
-        print(f"  EXACT vs BVHTree ({BVH_RAYS} rays): {r['bvh_disagree']} hit/miss disagreements, "
-              f"max |distance difference| {r['bvh_worst']:.1e}")
+        print(
+            f"{r['n']}x{r['n']}: hit rate {r['hit_rate']:.3f}; MARCH missed {r['march_missed']} "
+            f"rays EXACT hit; BVHTree build {r['bvh_build_s']:.1f} s"
+        )
+        print(
+            f"  EXACT vs BVHTree ({BVH_RAYS} rays): {r['bvh_disagree']} hit/miss disagreements, "
+            f"max |distance difference| {r['bvh_worst']:.1e}"
+        )
         if r["embreex_agree"]:
-            print(f"  EXACT vs embreex: {r['embreex_agree'][0]} hit/miss disagreements, max "
-                  f"|distance difference| {r['embreex_agree'][1]:.1e}; BVHTree vs embreex "
-                  f"(both float32): {r['float32_noise']:.1e}")
+            print(
+                f"  EXACT vs embreex: {r['embreex_agree'][0]} hit/miss disagreements, max "
+                f"|distance difference| {r['embreex_agree'][1]:.1e}; BVHTree vs embreex "
+                f"(both float32): {r['float32_noise']:.1e}"
+            )
     disagree, worst, compared = small_grid_agreement(rng)
     verdict = "OK" if disagree == 0 and worst <= 1e-5 else "FAILED"
-    print(f"TRIANGLES vs BVHTree.ray_cast where float32 resolves 1e-5 (64x64 grid centred on the "
-          f"origin, {compared} hits): {disagree} hit/miss disagreements, max |distance difference| "
-          f"{worst:.1e} -> {verdict} (target 1e-5)")
+    print(
+        f"TRIANGLES vs BVHTree.ray_cast where float32 resolves 1e-5 (64x64 grid centred on the "
+        f"origin, {compared} hits): {disagree} hit/miss disagreements, max |distance difference| "
+        f"{worst:.1e} -> {verdict} (target 1e-5)"
+    )
 
 
 if __name__ == "__main__":

@@ -21,18 +21,18 @@ Cold and warm are reported separately, for both jobs:
 
 Target: the operator job <= 0.5 s, cold and warm.
 """
+
 import time
 
-import common  # noqa: F401  (sets BLENDER_USER_RESOURCES before bpy is imported)
-
 import bpy  # noqa: E402
+import common  # noqa: F401  (sets BLENDER_USER_RESOURCES before bpy is imported)
 import numpy as np  # noqa: E402
 from mathutils import Vector  # noqa: E402
 
 from demo.addon_from_checkout import register_addon  # noqa: E402
 
 ROWS = COLUMNS = 100
-LARGE_ROWS = LARGE_COLUMNS = 316      # ~100,000 rays: how both scale with the batch
+LARGE_ROWS = LARGE_COLUMNS = 316  # ~100,000 rays: how both scale with the batch
 WIDTH = 9.5
 ORIGIN, DIRECTION, MAX_DISTANCE = (0.0, 0.0, 10.0), (0.0, 0.0, -1.0), 100.0
 REPEAT = 5
@@ -40,14 +40,16 @@ REPEAT = 5
 
 def build_scene():
     bpy.ops.wm.read_factory_settings(use_empty=True)
-    bpy.ops.mesh.primitive_uv_sphere_add(segments=32, ring_count=16, radius=1.5,
-                                         location=(-2.5, 0.0, 2.0))
-    bpy.ops.mesh.primitive_cylinder_add(vertices=32, radius=1.0, depth=3.0,
-                                        location=(2.5, 0.0, 2.0), rotation=(0.3, 0.0, 0.0))
+    bpy.ops.mesh.primitive_uv_sphere_add(
+        segments=32, ring_count=16, radius=1.5, location=(-2.5, 0.0, 2.0)
+    )
+    bpy.ops.mesh.primitive_cylinder_add(
+        vertices=32, radius=1.0, depth=3.0, location=(2.5, 0.0, 2.0), rotation=(0.3, 0.0, 0.0)
+    )
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=511, y_subdivisions=511, size=10.0)
     terrain = bpy.context.object
-    displace = terrain.modifiers.new("Displace", 'DISPLACE')
-    displace.texture = bpy.data.textures.new("Hills", 'CLOUDS')
+    displace = terrain.modifiers.new("Displace", "DISPLACE")
+    displace.texture = bpy.data.textures.new("Hills", "CLOUDS")
     displace.texture.noise_scale = 2.0
     displace.strength = 0.6
     for obj in bpy.data.objects:
@@ -58,8 +60,9 @@ def build_scene():
 def grid_rays(rows=ROWS, columns=COLUMNS):
     from geometry_queries.operators import patterns
 
-    return patterns.ray_pattern('GRID', ORIGIN, DIRECTION, grid_rows=rows, grid_columns=columns,
-                                grid_width=WIDTH)
+    return patterns.ray_pattern(
+        "GRID", ORIGIN, DIRECTION, grid_rows=rows, grid_columns=columns, grid_width=WIDTH
+    )
 
 
 def write_point_mesh(points, normals):
@@ -67,7 +70,7 @@ def write_point_mesh(points, normals):
     mesh = bpy.data.meshes.new("Loop Hits")
     mesh.vertices.add(len(points))
     mesh.attributes["position"].data.foreach_set("vector", points.astype(np.float32).ravel())
-    attribute = mesh.attributes.new("hit_normal", 'FLOAT_VECTOR', 'POINT')
+    attribute = mesh.attributes.new("hit_normal", "FLOAT_VECTOR", "POINT")
     attribute.data.foreach_set("vector", normals.astype(np.float32).ravel())
     mesh.update()
     obj = bpy.data.objects.new("Loop Hits", mesh)
@@ -83,7 +86,8 @@ def ray_cast_loop_job(rows=ROWS, columns=COLUMNS):
     points, normals = [], []
     for origin, direction in zip(origins.tolist(), directions.tolist()):
         found, location, normal, _, _, _ = scene.ray_cast(
-            depsgraph, Vector(origin), Vector(direction), distance=MAX_DISTANCE)
+            depsgraph, Vector(origin), Vector(direction), distance=MAX_DISTANCE
+        )
         if found:
             points.append(location[:])
             normals.append(normal[:])
@@ -91,9 +95,16 @@ def ray_cast_loop_job(rows=ROWS, columns=COLUMNS):
 
 
 def operator_job(rows=ROWS, columns=COLUMNS):
-    bpy.ops.geometry_queries.fire_ray(origin=ORIGIN, direction=DIRECTION, pattern='GRID',
-                                      grid_rows=rows, grid_columns=columns, grid_width=WIDTH,
-                                      max_distance=MAX_DISTANCE, output='POINT_MESH')
+    bpy.ops.geometry_queries.fire_ray(
+        origin=ORIGIN,
+        direction=DIRECTION,
+        pattern="GRID",
+        grid_rows=rows,
+        grid_columns=columns,
+        grid_width=WIDTH,
+        max_distance=MAX_DISTANCE,
+        output="POINT_MESH",
+    )
     return bpy.data.objects["Ray Hits"]
 
 
@@ -124,13 +135,18 @@ def stage_times(clear_cache):
     start = time.perf_counter()
     targets = mapping.recognize_all(context.selected_objects, depsgraph)
     mapped = time.perf_counter()
-    origins, directions = patterns.ray_pattern('GRID', ORIGIN, DIRECTION, grid_rows=ROWS,
-                                               grid_columns=COLUMNS, grid_width=WIDTH)
+    origins, directions = patterns.ray_pattern(
+        "GRID", ORIGIN, DIRECTION, grid_rows=ROWS, grid_columns=COLUMNS, grid_width=WIDTH
+    )
     patterned = time.perf_counter()
     hits = nearest.nearest_ray_hits(targets, origins, directions, MAX_DISTANCE)
     queried = time.perf_counter()
-    return {"map objects": mapped - start, "ray pattern": patterned - mapped,
-            "query core": queried - patterned, "hits": int(hits.hit.sum())}
+    return {
+        "map objects": mapped - start,
+        "ray pattern": patterned - mapped,
+        "query core": queried - patterned,
+        "hits": int(hits.hit.sum()),
+    }
 
 
 def clear_hits(_obj):
@@ -151,41 +167,57 @@ def main():
 
     fresh_scene()
     operator_cold, cold_hits = timed(operator_job, clear_hits)
-    operator_times, operator_hits = zip(*[timed(operator_job, clear_hits)
-                                          for _ in range(REPEAT)])
+    operator_times, operator_hits = zip(*[timed(operator_job, clear_hits) for _ in range(REPEAT)])
     fresh_scene()
     loop_cold, _ = timed(ray_cast_loop_job, remove)
     loop_times, loop_hits = zip(*[timed(ray_cast_loop_job, remove) for _ in range(3)])
     cold_stages = stage_times(clear_cache=True)
-    warm_stages = min((stage_times(clear_cache=False) for _ in range(REPEAT)),
-                      key=lambda stages: stages["map objects"])
+    warm_stages = min(
+        (stage_times(clear_cache=False) for _ in range(REPEAT)),
+        key=lambda stages: stages["map objects"],
+    )
 
     operator_warm, loop_warm = min(operator_times), min(loop_times)
-    print(f"\n{ROWS * COLUMNS} GRID rays at a UV sphere (32x16), a cylinder (32) and a 512x512 "
-          "displaced grid, point-mesh output")
-    print(f"  operator  bpy.ops.geometry_queries.fire_ray  cold {operator_cold * 1e3:7.1f} ms "
-          f"(first call), warm {operator_warm * 1e3:6.1f} ms (best of {REPEAT})  "
-          f"{operator_hits[0]} hits")
-    print(f"  loop      scene.ray_cast per ray + mesh     cold {loop_cold * 1e3:7.1f} ms "
-          f"(first call), warm {loop_warm * 1e3:6.1f} ms (best of 3)  {loop_hits[0]} hits")
-    print(f"  ratio     loop / operator                   cold {loop_cold / operator_cold:7.1f}x"
-          f"               warm {loop_warm / operator_warm:6.1f}x")
+    print(
+        f"\n{ROWS * COLUMNS} GRID rays at a UV sphere (32x16), a cylinder (32) and a 512x512 "
+        "displaced grid, point-mesh output"
+    )
+    print(
+        f"  operator  bpy.ops.geometry_queries.fire_ray  cold {operator_cold * 1e3:7.1f} ms "
+        f"(first call), warm {operator_warm * 1e3:6.1f} ms (best of {REPEAT})  "
+        f"{operator_hits[0]} hits"
+    )
+    print(
+        f"  loop      scene.ray_cast per ray + mesh     cold {loop_cold * 1e3:7.1f} ms "
+        f"(first call), warm {loop_warm * 1e3:6.1f} ms (best of 3)  {loop_hits[0]} hits"
+    )
+    print(
+        f"  ratio     loop / operator                   cold {loop_cold / operator_cold:7.1f}x"
+        f"               warm {loop_warm / operator_warm:6.1f}x"
+    )
     for label, stages in (("cache emptied", cold_stages), ("warm", warm_stages)):
-        print(f"  stages    {label}: map objects {stages['map objects'] * 1e3:.1f} ms, "
-              f"ray pattern {stages['ray pattern'] * 1e3:.1f} ms, "
-              f"query core {stages['query core'] * 1e3:.1f} ms")
+        print(
+            f"  stages    {label}: map objects {stages['map objects'] * 1e3:.1f} ms, "
+            f"ray pattern {stages['ray pattern'] * 1e3:.1f} ms, "
+            f"query core {stages['query core'] * 1e3:.1f} ms"
+        )
     large = LARGE_ROWS * LARGE_COLUMNS
-    large_operator = min(timed(lambda: operator_job(LARGE_ROWS, LARGE_COLUMNS), clear_hits)[0]
-                         for _ in range(2))
-    large_loop = min(timed(lambda: ray_cast_loop_job(LARGE_ROWS, LARGE_COLUMNS), remove)[0]
-                     for _ in range(2))
-    print(f"  {large} rays, warm (best of 2): operator {large_operator * 1e3:.1f} ms, "
-          f"loop {large_loop * 1e3:.1f} ms, ratio {large_loop / large_operator:.1f}x")
+    large_operator = min(
+        timed(lambda: operator_job(LARGE_ROWS, LARGE_COLUMNS), clear_hits)[0] for _ in range(2)
+    )
+    large_loop = min(
+        timed(lambda: ray_cast_loop_job(LARGE_ROWS, LARGE_COLUMNS), remove)[0] for _ in range(2)
+    )
+    print(
+        f"  {large} rays, warm (best of 2): operator {large_operator * 1e3:.1f} ms, "
+        f"loop {large_loop * 1e3:.1f} ms, ratio {large_loop / large_operator:.1f}x"
+    )
     target = 0.5
     met = operator_cold <= target and operator_warm <= target
     print(f"  target    operator <= {target} s, cold and warm: {'met' if met else 'NOT met'}")
-    assert operator_hits[0] == cold_hits == loop_hits[0] == cold_stages["hits"] \
-        == warm_stages["hits"]
+    assert (
+        operator_hits[0] == cold_hits == loop_hits[0] == cold_stages["hits"] == warm_stages["hits"]
+    )
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 Every script sets BLENDER_USER_RESOURCES to a temporary directory before bpy is imported.
 """
+
 import os
 import sys
 import tempfile
@@ -27,8 +28,8 @@ def best_time(function, repeat=10):
 
 def bmesh_triangles(build):
     """(vertices (V, 3) float64, triangles (T, 3) int) of a bmesh made by ``build(bm)``."""
-    import bpy  # noqa: F401  (makes bmesh importable)
     import bmesh
+    import bpy  # noqa: F401  (makes bmesh importable)
 
     bm = bmesh.new()
     build(bm)
@@ -41,20 +42,31 @@ def bmesh_triangles(build):
 
 
 def uv_sphere_mesh(radius=1.0, segments=32, rings=16):
-    import bpy  # noqa: F401  (makes bmesh importable)
     import bmesh
+    import bpy  # noqa: F401  (makes bmesh importable)
 
-    return bmesh_triangles(lambda bm: bmesh.ops.create_uvsphere(
-        bm, u_segments=segments, v_segments=rings, radius=radius))
+    return bmesh_triangles(
+        lambda bm: bmesh.ops.create_uvsphere(
+            bm, u_segments=segments, v_segments=rings, radius=radius
+        )
+    )
 
 
 def cylinder_mesh(radius=1.0, depth=2.0, segments=32):
-    import bpy  # noqa: F401  (makes bmesh importable)
     import bmesh
+    import bpy  # noqa: F401  (makes bmesh importable)
 
-    return bmesh_triangles(lambda bm: bmesh.ops.create_cone(
-        bm, cap_ends=True, cap_tris=False, segments=segments,
-        radius1=radius, radius2=radius, depth=depth))
+    return bmesh_triangles(
+        lambda bm: bmesh.ops.create_cone(
+            bm,
+            cap_ends=True,
+            cap_tris=False,
+            segments=segments,
+            radius1=radius,
+            radius2=radius,
+            depth=depth,
+        )
+    )
 
 
 def bvhtree_loop_rate(vertices, triangles, origins, directions, count=20_000):
@@ -72,7 +84,8 @@ def bvhtree_loop_rate(vertices, triangles, origins, directions, count=20_000):
     def loop():
         for row in range(count):
             location, face_normal, _, length = tree.ray_cast(
-                Vector(origins[row]), Vector(directions[row]))
+                Vector(origins[row]), Vector(directions[row])
+            )
             if location is not None:
                 distance[row] = length
                 normal[row] = face_normal
@@ -97,7 +110,9 @@ def embreex_rate(scene, origins, directions):
     if scene is None:
         return None
     origins32 = origins.astype(np.float32)
-    directions32 = (directions / np.linalg.norm(directions, axis=1, keepdims=True)).astype(np.float32)
+    directions32 = (directions / np.linalg.norm(directions, axis=1, keepdims=True)).astype(
+        np.float32
+    )
     scene.run(origins32[:1000], directions32[:1000], output=1)  # warm-up / lazy build
     return len(origins) / best_time(lambda: scene.run(origins32, directions32, output=1))
 

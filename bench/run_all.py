@@ -1,4 +1,5 @@
 """Run every benchmark script in bench/ (bench_*.py), one after another."""
+
 import glob
 import os
 import subprocess

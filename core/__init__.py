@@ -1,13 +1,22 @@
 """Exact, vectorized geometry queries in float64 numpy. Never imports bpy.
 
-    from core import Sphere, Cylinder, Heightfield, Placed, raycast, sphere_cast
-    hits = raycast(Sphere((0, 0, 0), 1.0), origins, directions, max_distance=10.0)
+from core import Sphere, Cylinder, Heightfield, Placed, raycast, sphere_cast
+hits = raycast(Sphere((0, 0, 0), 1.0), origins, directions, max_distance=10.0)
 """
+
 from .cylinder import Cylinder
 from .heightfield import Heightfield
 from .placed import Placed
 from .rays import CastHits, RayHits, raycast, sphere_cast
 from .sphere import Sphere
 
-__all__ = ["Sphere", "Cylinder", "Heightfield", "Placed", "raycast", "sphere_cast", "RayHits",
-           "CastHits"]
+__all__ = [
+    "Sphere",
+    "Cylinder",
+    "Heightfield",
+    "Placed",
+    "raycast",
+    "sphere_cast",
+    "RayHits",
+    "CastHits",
+]

@@ -14,6 +14,7 @@ point at or after 0. Whichever interval set the entry decides the normal: the ca
 The work happens in the cylinder's frame (u, v, w), where the radial problem is 2D. For an
 axis-aligned cylinder (what Blender's cylinders map to) the frame only picks components.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -58,7 +59,8 @@ class Cylinder:
             a = at_least(a, 1e-300)
         inverse_a = 1.0 / a
         side_enter, side_leave = line_ball_interval(
-            [x0, y0], [dx * inverse_a, dy * inverse_a], self.radius)
+            [x0, y0], [dx * inverse_a, dy * inverse_a], self.radius
+        )
         side_enter = side_enter * inverse_a
         side_leave = side_leave * inverse_a
         if any_along_axis:
@@ -92,8 +94,9 @@ class Cylinder:
         hit_y = y0 + distance * dy
         radial_scale = ~through_cap / at_least(np.sqrt(hit_x * hit_x + hit_y * hit_y), 1e-300)
         cap_normal = through_cap * ((dz < 0.0) * 2.0 - 1.0)
-        return distance, from_frame([hit_x * radial_scale, hit_y * radial_scale, cap_normal],
-                                    self.frame)
+        return distance, from_frame(
+            [hit_x * radial_scale, hit_y * radial_scale, cap_normal], self.frame
+        )
 
 
 def frame_around(axis: np.ndarray):

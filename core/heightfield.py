@@ -47,6 +47,7 @@ Tolerance. ``g <= tol`` counts as touching, with ``tol = 2^-40`` of the terrain'
 a rounded t are off by a few ulps, and a ray that grazes a spike tip, an edge or a flat
 terrain exactly would otherwise be decided by that rounding.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -74,8 +75,7 @@ def _as_heights(value):
     finite = np.isfinite(heights)
     if not finite.all():
         j, i = np.argwhere(~finite)[0]
-        raise ValueError(f"heights must be finite: heights[{j}, {i}] (row {j}) is "
-                         f"{heights[j, i]}")
+        raise ValueError(f"heights must be finite: heights[{j}, {i}] (row {j}) is {heights[j, i]}")
     heights.setflags(write=False)
     return heights
 
@@ -85,13 +85,15 @@ def _as_diagonals(value, cells_shape):
         return None
     diagonals = np.asarray(value)
     if diagonals.shape != cells_shape:
-        raise ValueError(f"diagonals must have shape {cells_shape} (ny-1, nx-1), "
-                         f"got {diagonals.shape}")
+        raise ValueError(
+            f"diagonals must have shape {cells_shape} (ny-1, nx-1), got {diagonals.shape}"
+        )
     if diagonals.dtype != bool:
         if not np.isin(diagonals, (0, 1)).all():
             j, i = np.argwhere(~np.isin(diagonals, (0, 1)))[0]
-            raise ValueError(f"diagonals must be booleans: diagonals[{j}, {i}] (row {j}) is "
-                             f"{diagonals[j, i]!r}")
+            raise ValueError(
+                f"diagonals must be booleans: diagonals[{j}, {i}] (row {j}) is {diagonals[j, i]!r}"
+            )
         diagonals = diagonals.astype(bool)
     diagonals = np.array(diagonals, dtype=bool)
     diagonals.setflags(write=False)
@@ -103,8 +105,10 @@ def _pool_max(level):
     ny, nx = level.shape
     padded = np.full((ny + ny % 2, nx + nx % 2), -np.inf)
     padded[:ny, :nx] = level
-    return np.maximum(np.maximum(padded[0::2, 0::2], padded[0::2, 1::2]),
-                      np.maximum(padded[1::2, 0::2], padded[1::2, 1::2]))
+    return np.maximum(
+        np.maximum(padded[0::2, 0::2], padded[0::2, 1::2]),
+        np.maximum(padded[1::2, 0::2], padded[1::2, 1::2]),
+    )
 
 
 def _neighbourhood_max(level):
@@ -154,8 +158,15 @@ class Heightfield:
     # (at 100k rays: 1.4x faster than 8192, ~5 % faster than 65536).
     chunk_size = 1 << 17
 
-    def __init__(self, heights, spacing=(1.0, 1.0), origin=(0.0, 0.0), surface="TRIANGLES",
-                 diagonals=None, method="EXACT"):
+    def __init__(
+        self,
+        heights,
+        spacing=(1.0, 1.0),
+        origin=(0.0, 0.0),
+        surface="TRIANGLES",
+        diagonals=None,
+        method="EXACT",
+    ):
         self.heights = _as_heights(heights)
         self.spacing = as_pair("spacing", spacing, positive=True)
         self.origin = as_pair("origin", origin, positive=False)
@@ -166,16 +177,21 @@ class Heightfield:
         self.zmin = float(self.heights.min())
         self.zmax = float(self.heights.max())
         scale = max(abs(self.zmin), abs(self.zmax), self.zmax - self.zmin, *self.spacing)
-        self.tolerance = scale * 2.0 ** -40
+        self.tolerance = scale * 2.0**-40
         self._flat = self.heights.ravel()
-        self._anti = None if self.diagonals is None or not self.diagonals.any() \
+        self._anti = (
+            None
+            if self.diagonals is None or not self.diagonals.any()
             else self.diagonals.ravel().astype(np.float64)
+        )
         self._hierarchy = None
 
     def __repr__(self):
         ny, nx = self.heights.shape
-        return (f"Heightfield({ny}x{nx} heights, spacing={self.spacing}, origin={self.origin}, "
-                f"surface={self.surface!r}, method={self.method!r})")
+        return (
+            f"Heightfield({ny}x{nx} heights, spacing={self.spacing}, origin={self.origin}, "
+            f"surface={self.surface!r}, method={self.method!r})"
+        )
 
     # -- hierarchy -------------------------------------------------------------------------
 
@@ -213,8 +229,10 @@ class Heightfield:
             # Below the blocks: nodes of 1, 2, ... BLOCK/2 cells, for the skips that start
             # the cell walk inside a block.
             h = self.heights
-            inner_reach, level = [], np.maximum(np.maximum(h[:-1, :-1], h[:-1, 1:]),
-                                                np.maximum(h[1:, :-1], h[1:, 1:]))
+            inner_reach, level = (
+                [],
+                np.maximum(np.maximum(h[:-1, :-1], h[:-1, 1:]), np.maximum(h[1:, :-1], h[1:, 1:])),
+            )
             size = 1
             while True:
                 if size in CELL_SKIPS:
@@ -311,8 +329,11 @@ class Heightfield:
         if wall.any():
             sx = np.where(face == 1, -np.sign(rays.du), 0.0)
             sy = np.where(face == 2, -np.sign(rays.dv), 0.0)
-            normal = [np.where(wall, sx, normal[0]), np.where(wall, sy, normal[1]),
-                      np.where(wall, 0.0, normal[2])]
+            normal = [
+                np.where(wall, sx, normal[0]),
+                np.where(wall, sy, normal[1]),
+                np.where(wall, 0.0, normal[2]),
+            ]
         cell = np.stack([result.i, result.j], axis=1)
         return result.distance, normal, cell
 
@@ -413,18 +434,24 @@ class Heightfield:
             top = _node_tops(nodes, stride, size, s.U0 + ta * s.du, s.V0 + ta * s.dv)
             ta = np.maximum(ta, np.minimum(ta + size * inv_chebyshev, (top - s.oz) * inv_dz))
         s.ta = ta = np.minimum(ta, s.tf)
-        s.i = np.minimum(np.maximum(np.floor(s.U0 + ta * s.du), s.Ib),
-                         np.minimum(s.Ib + BLOCK, nx - 1) - 1)
-        s.j = np.minimum(np.maximum(np.floor(s.V0 + ta * s.dv), s.Jb),
-                         np.minimum(s.Jb + BLOCK, ny - 1) - 1)
+        s.i = np.minimum(
+            np.maximum(np.floor(s.U0 + ta * s.du), s.Ib), np.minimum(s.Ib + BLOCK, nx - 1) - 1
+        )
+        s.j = np.minimum(
+            np.maximum(np.floor(s.V0 + ta * s.dv), s.Jb), np.minimum(s.Jb + BLOCK, ny - 1) - 1
+        )
 
     def _gather(self, s, nx):
         """Corner heights of each ray's cell. The walk keeps cells inside the grid (its cell
         and box boundaries use one formula); mode="clip" only guards memory."""
         k = _index(s.j * nx + s.i)
         flat = self._flat
-        return (flat.take(k, mode="clip"), flat.take(k + 1, mode="clip"),
-                flat.take(k + nx, mode="clip"), flat.take(k + nx + 1, mode="clip"))
+        return (
+            flat.take(k, mode="clip"),
+            flat.take(k + 1, mode="clip"),
+            flat.take(k + nx, mode="clip"),
+            flat.take(k + nx + 1, mode="clip"),
+        )
 
     def _test_triangles(self, s, tb, tol, nx):
         """Which rays meet the cell's two triangles on [ta, tb]; ``finish(rows)`` gives their
@@ -560,8 +587,9 @@ class Heightfield:
             hi = np.where(inside, middle, hi)
             lo = np.where(inside, lo, middle)
         t = 0.5 * (lo + hi)  # the seed's answer: the middle of the last bracket
-        _, grad_u, grad_v, i, j = self._surface_at(rays.U0[rid] + t * rays.du[rid],
-                                                   rays.V0[rid] + t * rays.dv[rid])
+        _, grad_u, grad_v, i, j = self._surface_at(
+            rays.U0[rid] + t * rays.du[rid], rays.V0[rid] + t * rays.dv[rid]
+        )
         result.distance[rid] = t
         result.grad_u[rid] = grad_u
         result.grad_v[rid] = grad_v
@@ -580,9 +608,9 @@ def _node_tops(nodes, stride, size, U, V):
     (up to rounding: the padding takes nodes -1 and across, no clamps needed); the offset
     and the float-to-index trick of _index are one constant. mode="clip" only guards
     memory."""
-    I = np.floor(U * (1.0 / size))
-    J = np.floor(V * (1.0 / size))
-    k = (J * stride + (I + (stride + 1 + 6755399441055744.0))).view(np.int64)
+    column = np.floor(U * (1.0 / size))
+    row = np.floor(V * (1.0 / size))
+    k = (row * stride + (column + (stride + 1 + 6755399441055744.0))).view(np.int64)
     return nodes.take(k - 0x4338000000000000, mode="clip")
 
 
@@ -627,8 +655,30 @@ class _Result:
 
 # Walk state: one row per field, one column per active ray, so that keeping a subset of the
 # rays is one ``take``. Cell and block indices are stored as floats (exact integers).
-FIELDS = ("rid", "U0", "V0", "du", "dv", "oz", "dz", "t1", "inv_du", "inv_dv",
-          "px", "py", "sx", "sy", "Ib", "Jb", "tc", "te", "top", "step_x", "i", "j")
+FIELDS = (
+    "rid",
+    "U0",
+    "V0",
+    "du",
+    "dv",
+    "oz",
+    "dz",
+    "t1",
+    "inv_du",
+    "inv_dv",
+    "px",
+    "py",
+    "sx",
+    "sy",
+    "Ib",
+    "Jb",
+    "tc",
+    "te",
+    "top",
+    "step_x",
+    "i",
+    "j",
+)
 # A block walk's ``tc`` (where it is) and ``top`` (its block's max) become the cell walk's
 # ``ta`` and ``tf`` when it enters a block: fewer rows to copy when the sets are compacted.
 ALIASES = {"ta": "tc", "tf": "top"}
@@ -673,11 +723,17 @@ class _State:
         self.tc = self.te
 
 
-for _name, _row in [(name, row) for row, name in enumerate(FIELDS)] + \
-        [(alias, FIELDS.index(name)) for alias, name in ALIASES.items()]:
-    setattr(_State, _name, property(
-        lambda self, row=_row: self.rows[row],
-        lambda self, value, row=_row: self.rows.__setitem__(row, value)))
+for _name, _row in [(name, row) for row, name in enumerate(FIELDS)] + [
+    (alias, FIELDS.index(name)) for alias, name in ALIASES.items()
+]:
+    setattr(
+        _State,
+        _name,
+        property(
+            lambda self, row=_row: self.rows[row],
+            lambda self, value, row=_row: self.rows.__setitem__(row, value),
+        ),
+    )
 
 
 def _start_walk(rays, todo, t0, t1, nx, ny, reach, tol):
@@ -688,8 +744,10 @@ def _start_walk(rays, todo, t0, t1, nx, ny, reach, tol):
     where it comes down to that max or has travelled that far. One skip per level from the
     coarsest down, then FINE_SKIPS at the block level; the block walk starts from there."""
     everything = todo.size == t0.size
-    U0, V0, du, dv, oz, dz = (getattr(rays, name) if everything else getattr(rays, name).take(todo)
-                              for name in ("U0", "V0", "du", "dv", "oz", "dz"))
+    U0, V0, du, dv, oz, dz = (
+        getattr(rays, name) if everything else getattr(rays, name).take(todo)
+        for name in ("U0", "V0", "du", "dv", "oz", "dz")
+    )
     end = t1 if everything else t1.take(todo)
     tc = t0 if everything else t0.take(todo)
     # Descending rays come down to a height h at (h - oz) / dz; the others never come down

@@ -8,6 +8,7 @@ back through the inverse transpose ``L^-T``, then are re-normalized. A sphere ca
 shape only under a similarity (``L = k Q``, Q orthogonal); then radii and lengths scale by
 ``1/k`` into local space and distances by ``k`` out of it.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,8 +38,10 @@ class Placed:
         bottom = np.zeros(size)
         bottom[-1] = 1.0
         if not np.array_equal(matrix[-1], bottom):
-            raise ValueError(f"matrix must be affine (last row {bottom.tolist()}), "
-                             f"got last row {matrix[-1].tolist()}")
+            raise ValueError(
+                f"matrix must be affine (last row {bottom.tolist()}), "
+                f"got last row {matrix[-1].tolist()}"
+            )
         linear = matrix[:-1, :-1]
         singular_values = np.linalg.svd(linear, compute_uv=False)
         if not singular_values[-1] > 1e-12 * singular_values[0]:
@@ -69,14 +72,18 @@ class Placed:
 
     def _check_sphere_cast(self):
         if not hasattr(self.shape, "_sphere_cast_components"):
-            raise ValueError(f"sphere_cast supports Sphere targets (optionally Placed); "
-                             f"got Placed {type(self.shape).__name__}")
+            raise ValueError(
+                f"sphere_cast supports Sphere targets (optionally Placed); "
+                f"got Placed {type(self.shape).__name__}"
+            )
         inner_check = getattr(self.shape, "_check_sphere_cast", None)
         if inner_check is not None:
             inner_check()
         if self.uniform_scale is None:
-            raise ValueError("sphere_cast needs a placement without non-uniform scale "
-                             "(a swept sphere does not stay a sphere under it)")
+            raise ValueError(
+                "sphere_cast needs a placement without non-uniform scale "
+                "(a swept sphere does not stay a sphere under it)"
+            )
 
     def _sphere_cast_components(self, start, direction, radius):
         k = self.uniform_scale  # L = k Q: lengths shrink by k into local space
@@ -84,8 +91,10 @@ class Placed:
         local_start = [linear_combination(row, relative) for row in self.inverse_linear]
         local_direction = [k * linear_combination(row, direction) for row in self.inverse_linear]
         distance, point, normal = self.shape._sphere_cast_components(
-            local_start, local_direction, radius / k)
-        world_point = [linear_combination(row, point) + t
-                       for row, t in zip(self.linear, self.translation)]
+            local_start, local_direction, radius / k
+        )
+        world_point = [
+            linear_combination(row, point) + t for row, t in zip(self.linear, self.translation)
+        ]
         world_normal = [linear_combination(row, normal) / k for row in self.linear]
         return distance * k, world_point, world_normal

@@ -24,10 +24,10 @@ returning ``(distance, point, normal)``: the centre's travel to the first contac
 NaN where none), the contact point on the shape and the shape's normal there.
 
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -49,22 +49,22 @@ np.empty(1 << 20)
 class RayHits:
     """Result of :func:`raycast`; arrays of length N (scalars for a single ray)."""
 
-    hit: np.ndarray        # (N,) bool
-    distance: np.ndarray   # (N,) float64, inf where no hit
-    point: np.ndarray      # (N, D) float64, NaN where no hit
-    normal: np.ndarray     # (N, D) float64 unit, NaN where no hit
-    cell: Optional[np.ndarray] = None  # (N, 2) int (i, j) for Heightfield hits, -1 where none
+    hit: np.ndarray  # (N,) bool
+    distance: np.ndarray  # (N,) float64, inf where no hit
+    point: np.ndarray  # (N, D) float64, NaN where no hit
+    normal: np.ndarray  # (N, D) float64 unit, NaN where no hit
+    cell: np.ndarray | None = None  # (N, 2) int (i, j) for Heightfield hits, -1 where none
 
 
 @dataclass
 class CastHits:
     """Result of :func:`sphere_cast`; arrays of length N (scalars for a single cast)."""
 
-    hit: np.ndarray        # (N,) bool
-    distance: np.ndarray   # (N,) centre travel along start -> end, inf where no hit
-    center: np.ndarray     # (N, 3) centre of the moving sphere at contact
-    point: np.ndarray      # (N, 3) contact point on the target
-    normal: np.ndarray     # (N, 3) target normal at the contact
+    hit: np.ndarray  # (N,) bool
+    distance: np.ndarray  # (N,) centre travel along start -> end, inf where no hit
+    center: np.ndarray  # (N, 3) centre of the moving sphere at contact
+    point: np.ndarray  # (N, 3) contact point on the target
+    normal: np.ndarray  # (N, 3) target normal at the contact
 
 
 def chunks(n: int, size: int = None):
@@ -78,7 +78,7 @@ def _first_bad_row(bad: np.ndarray) -> int:
     return int(np.flatnonzero(bad)[0])
 
 
-def as_rows(name: str, value, dimension: Optional[int] = None):
+def as_rows(name: str, value, dimension: int | None = None):
     """``value`` as a float64 (N, D) array; returns (array, was_single_row).
 
     Raises ValueError for wrong shapes, a dimension other than ``dimension``, and NaN/inf
@@ -95,8 +95,7 @@ def as_rows(name: str, value, dimension: Optional[int] = None):
     if dimension is None and array.shape[1] not in (2, 3):
         raise ValueError(f"{name} must have 2 or 3 columns, got {array.shape[1]}")
     if dimension is not None and array.shape[1] != dimension:
-        raise ValueError(
-            f"{name} has {array.shape[1]} columns but the shape is {dimension}D")
+        raise ValueError(f"{name} has {array.shape[1]} columns but the shape is {dimension}D")
     # A sum is finite when every term is (one fast pass); only a non-finite sum (NaN/inf,
     # or a finite overflow) pays for the row-wise search.
     if not np.isfinite(np.add.reduce(array, axis=None)):
@@ -129,8 +128,7 @@ def as_per_row(name: str, value, n: int, allow_inf: bool = False) -> np.ndarray:
 
 def check_same_length(first_name, first, second_name, second):
     if len(first) != len(second):
-        raise ValueError(
-            f"{first_name} has {len(first)} rows but {second_name} has {len(second)}")
+        raise ValueError(f"{first_name} has {len(first)} rows but {second_name} has {len(second)}")
 
 
 def unit_rows(vectors: np.ndarray):
@@ -182,8 +180,9 @@ def component_kernel(shape):
         return kernel
 
     def from_rows(origin, direction, max_distance):
-        found = shape._intersect(np.stack(origin, axis=1), np.stack(direction, axis=1),
-                                 max_distance)
+        found = shape._intersect(
+            np.stack(origin, axis=1), np.stack(direction, axis=1), max_distance
+        )
         return (found[0], components(found[1])) + tuple(found[2:])
 
     return from_rows
@@ -210,8 +209,12 @@ def raycast(shape, origins, directions, max_distance=np.inf) -> RayHits:
     max_distance = as_per_row("max_distance", max_distance, n, allow_inf=True)
     kernel = component_kernel(shape)
 
-    hits = RayHits(hit=np.empty(n, dtype=bool), distance=np.empty(n),
-                   point=np.empty((n, dimension)), normal=np.empty((n, dimension)))
+    hits = RayHits(
+        hit=np.empty(n, dtype=bool),
+        distance=np.empty(n),
+        point=np.empty((n, dimension)),
+        normal=np.empty((n, dimension)),
+    )
     cells = []
 
     def work(part):
@@ -267,14 +270,19 @@ def sphere_cast(shape, starts, ends, radius) -> CastHits:
     cast = getattr(shape, "_sphere_cast_components", None)
     if cast is None:
         raise ValueError(
-            f"sphere_cast supports Sphere targets (optionally Placed); got {type(shape).__name__}")
+            f"sphere_cast supports Sphere targets (optionally Placed); got {type(shape).__name__}"
+        )
     cast_check = getattr(shape, "_check_sphere_cast", None)
     if cast_check is not None:
         cast_check()
 
     result = CastHits(
-        hit=np.empty(n, dtype=bool), distance=np.empty(n), center=np.empty((n, dimension)),
-        point=np.empty((n, dimension)), normal=np.empty((n, dimension)))
+        hit=np.empty(n, dtype=bool),
+        distance=np.empty(n),
+        center=np.empty((n, dimension)),
+        point=np.empty((n, dimension)),
+        normal=np.empty((n, dimension)),
+    )
 
     def work(part):
         start = list(starts[part].T)

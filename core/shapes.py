@@ -1,4 +1,5 @@
 """Validation of shape parameters, shared by every shape's constructor."""
+
 from __future__ import annotations
 
 import numpy as np

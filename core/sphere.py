@@ -13,6 +13,7 @@ A sphere of radius ``s`` swept along a segment first touches a sphere of radius 
 when its centre reaches the sphere of radius ``r + s`` around ``c``: the same line
 interval with ``r + s``. The contact point lies on the target along the centre line.
 """
+
 from __future__ import annotations
 
 import numpy as np

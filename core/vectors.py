@@ -4,6 +4,7 @@ numpy is several times faster on contiguous 1D arrays than on the rows of an (N,
 (a row-wise einsum costs ~6 ns per row here, a 1D multiply-add ~0.7 ns), so the kernels of
 the analytic shapes split rays into components once and work on those.
 """
+
 import numpy as np
 
 

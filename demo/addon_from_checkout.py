@@ -6,6 +6,7 @@ imports work exactly as in the installed extension. Used by the demo, the script
 the operator benchmark and the Blender tests. An installed extension needs none of this:
 its operators are simply there.
 """
+
 import os
 import sys
 import tempfile

@@ -22,6 +22,7 @@ package ``geometry_queries``); installed as an extension, its operators are simp
 BLENDER_USER_RESOURCES points to a temporary directory before bpy is imported, so the demo
 leaves the user's Blender configuration alone.
 """
+
 import os
 import shutil
 import sys
@@ -33,9 +34,8 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="gq-demo
 
 import bpy  # noqa: E402  (after BLENDER_USER_RESOURCES)
 import numpy as np  # noqa: E402
-from mathutils import Vector  # noqa: E402
-
 from addon_from_checkout import register_addon  # noqa: E402  (beside this script)
+from mathutils import Vector  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT_DIR = os.path.join(ROOT, "demo", "out")
@@ -51,6 +51,7 @@ CAST_RADIUS = 0.4
 
 
 # ----------------------------------------------------------------------------- materials
+
 
 def material(name, color, roughness=0.5, emission=0.0):
     mat = bpy.data.materials.new(name)  # with a node tree (Principled BSDF) since 5.0
@@ -70,6 +71,7 @@ def give(obj, mat):
 
 # ----------------------------------------------------------------------------- scene
 
+
 def build_scene():
     """Sphere, cylinder and a displaced-grid terrain; returns the three objects."""
     bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -77,29 +79,31 @@ def build_scene():
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=96, y_subdivisions=96, size=10.0)
     terrain = bpy.context.object
     terrain.name = "Terrain"
-    displace = terrain.modifiers.new("Displace", 'DISPLACE')
-    displace.texture = bpy.data.textures.new("Hills", 'CLOUDS')
+    displace = terrain.modifiers.new("Displace", "DISPLACE")
+    displace.texture = bpy.data.textures.new("Hills", "CLOUDS")
     displace.texture.noise_scale = 1.8
     displace.strength = 1.1
     terrain.data.shade_smooth()
     give(terrain, material("Terrain", (0.22, 0.36, 0.16), roughness=0.9))
 
-    bpy.ops.mesh.primitive_uv_sphere_add(segments=48, ring_count=24, radius=1.0,
-                                         location=(-0.9, 1.1, 1.8))
+    bpy.ops.mesh.primitive_uv_sphere_add(
+        segments=48, ring_count=24, radius=1.0, location=(-0.9, 1.1, 1.8)
+    )
     sphere = bpy.context.object
     sphere.data.shade_smooth()
     give(sphere, material("Sphere", (0.16, 0.36, 0.80), roughness=0.35))
 
-    bpy.ops.mesh.primitive_cylinder_add(vertices=48, radius=0.65, depth=2.2,
-                                        location=(1.9, -0.2, 1.6), rotation=(0.0, 0.3, 0.0))
+    bpy.ops.mesh.primitive_cylinder_add(
+        vertices=48, radius=0.65, depth=2.2, location=(1.9, -0.2, 1.6), rotation=(0.0, 0.3, 0.0)
+    )
     cylinder = bpy.context.object
     cylinder.data.set_sharp_from_angle(angle=radians(40.0))
     give(cylinder, material("Cylinder", (0.85, 0.45, 0.12), roughness=0.4))
 
     scene = bpy.context.scene
     scene.cursor.location = CURSOR
-    scene.cursor.rotation_mode = 'QUATERNION'
-    scene.cursor.rotation_quaternion = (CURSOR_LOOKS_AT - CURSOR).to_track_quat('-Z', 'Y')
+    scene.cursor.rotation_mode = "QUATERNION"
+    scene.cursor.rotation_quaternion = (CURSOR_LOOKS_AT - CURSOR).to_track_quat("-Z", "Y")
     return sphere, cylinder, terrain
 
 
@@ -110,20 +114,22 @@ def select(*objects):
 
 # ----------------------------------------------------------------------------- queries
 
+
 def fire_fan(sphere, cylinder, terrain):
     """The fan from the 3D cursor; returns the add-on's point mesh object of the hits."""
     select(sphere, cylinder, terrain)
-    bpy.ops.geometry_queries.fire_ray(pattern='FAN', fan_count=FAN_RAYS, fan_angle=FAN_ANGLE,
-                                      output='POINT_MESH')
-    return next(obj for obj in bpy.data.objects if obj.type == 'MESH' and "targets" in obj)
+    bpy.ops.geometry_queries.fire_ray(
+        pattern="FAN", fan_count=FAN_RAYS, fan_angle=FAN_ANGLE, output="POINT_MESH"
+    )
+    return next(obj for obj in bpy.data.objects if obj.type == "MESH" and "targets" in obj)
 
 
 def cast_sphere(sphere):
     """The sphere cast onto the sphere; returns (centre, contact) empties of the add-on."""
     select(sphere)
     bpy.ops.geometry_queries.sphere_cast(start=CAST_START, end=CAST_END, radius=CAST_RADIUS)
-    markers = [obj for obj in bpy.data.objects if obj.type == 'EMPTY' and "target" in obj]
-    centre = next(obj for obj in markers if obj.empty_display_type == 'SPHERE')
+    markers = [obj for obj in bpy.data.objects if obj.type == "EMPTY" and "target" in obj]
+    centre = next(obj for obj in markers if obj.empty_display_type == "SPHERE")
     contact = next(obj for obj in markers if obj is not centre)
     return centre, contact
 
@@ -150,26 +156,34 @@ def print_table(points, normals, distances, names, centre, contact):
     print()
     print(f"{'#':>3}  {'target':<9} {'distance':>9}  {'hit point (x, y, z)':<26} normal")
     for row, (point, normal, distance, name) in enumerate(
-            zip(points, normals, distances, names), start=1):
-        print(f"{row:>3}  {name:<9} {distance:9.4f}  "
-              f"({point[0]:7.3f},{point[1]:7.3f},{point[2]:7.3f})  "
-              f"({normal[0]:6.3f},{normal[1]:6.3f},{normal[2]:6.3f})")
+        zip(points, normals, distances, names), start=1
+    ):
+        print(
+            f"{row:>3}  {name:<9} {distance:9.4f}  "
+            f"({point[0]:7.3f},{point[1]:7.3f},{point[2]:7.3f})  "
+            f"({normal[0]:6.3f},{normal[1]:6.3f},{normal[2]:6.3f})"
+        )
     per_target = {name: names.count(name) for name in sorted(set(names))}
-    print(f"{len(names)} of {FAN_RAYS} rays hit: "
-          + ", ".join(f"{name} {count}" for name, count in per_target.items()))
-    print(f"Sphere cast (radius {CAST_RADIUS}): touches {contact['target']} after "
-          f"{contact['distance']:.4f}, centre {tuple(round(v, 4) for v in centre['point'])}, "
-          f"contact point {tuple(round(v, 4) for v in contact['point'])}")
+    print(
+        f"{len(names)} of {FAN_RAYS} rays hit: "
+        + ", ".join(f"{name} {count}" for name, count in per_target.items())
+    )
+    print(
+        f"Sphere cast (radius {CAST_RADIUS}): touches {contact['target']} after "
+        f"{contact['distance']:.4f}, centre {tuple(round(v, 4) for v in centre['point'])}, "
+        f"contact point {tuple(round(v, 4) for v in contact['point'])}"
+    )
     print()
 
 
 # ----------------------------------------------------------------------------- visible
 
+
 def instance_spheres_on_points(obj, radius, mat):
     """Geometry Nodes on ``obj``: a small icosphere on every vertex, with ``mat``."""
-    group = bpy.data.node_groups.new("Hit Markers", 'GeometryNodeTree')
-    group.interface.new_socket("Geometry", in_out='INPUT', socket_type='NodeSocketGeometry')
-    group.interface.new_socket("Geometry", in_out='OUTPUT', socket_type='NodeSocketGeometry')
+    group = bpy.data.node_groups.new("Hit Markers", "GeometryNodeTree")
+    group.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    group.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
     nodes, links = group.nodes, group.links
     group_in = nodes.new("NodeGroupInput")
     group_out = nodes.new("NodeGroupOutput")
@@ -183,17 +197,17 @@ def instance_spheres_on_points(obj, radius, mat):
     links.new(group_in.outputs["Geometry"], instance.inputs["Points"])
     links.new(set_material.outputs["Geometry"], instance.inputs["Instance"])
     links.new(instance.outputs["Instances"], group_out.inputs["Geometry"])
-    obj.modifiers.new("Hit Markers", 'NODES').node_group = group
+    obj.modifiers.new("Hit Markers", "NODES").node_group = group
 
 
 def tubes(name, segments, depth, mat):
     """One curve object: a straight poly spline per (start, end), beveled into a tube."""
-    curve = bpy.data.curves.new(name, 'CURVE')
-    curve.dimensions = '3D'
+    curve = bpy.data.curves.new(name, "CURVE")
+    curve.dimensions = "3D"
     curve.bevel_depth = depth
     curve.bevel_resolution = 2
     for start, end in segments:
-        spline = curve.splines.new('POLY')
+        spline = curve.splines.new("POLY")
         spline.points.add(1)
         spline.points[0].co = (*start, 1.0)
         spline.points[1].co = (*end, 1.0)
@@ -204,8 +218,9 @@ def tubes(name, segments, depth, mat):
 
 
 def ball(name, location, radius, mat):
-    bpy.ops.mesh.primitive_uv_sphere_add(segments=32, ring_count=16, radius=radius,
-                                         location=location)
+    bpy.ops.mesh.primitive_uv_sphere_add(
+        segments=32, ring_count=16, radius=radius, location=location
+    )
     obj = bpy.context.object
     obj.name = name
     obj.data.shade_smooth()
@@ -236,14 +251,15 @@ def camera_and_light():
     scene = bpy.context.scene
     camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
     camera.location = (6.5, -13.0, 9.5)
-    camera.rotation_mode = 'QUATERNION'
+    camera.rotation_mode = "QUATERNION"
     camera.rotation_quaternion = (Vector((0.4, 0.3, 1.3)) - camera.location).to_track_quat(
-        '-Z', 'Y')
+        "-Z", "Y"
+    )
     camera.data.lens = 30.0
     scene.collection.objects.link(camera)
     scene.camera = camera
 
-    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", 'SUN'))
+    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
     sun.data.energy = 3.5
     sun.data.angle = radians(8.0)
     sun.rotation_euler = (radians(40.0), radians(15.0), radians(-35.0))
@@ -258,21 +274,21 @@ def camera_and_light():
 
 def render(path):
     scene = bpy.context.scene
-    scene.render.engine = 'CYCLES'
-    scene.cycles.device = 'CPU'
+    scene.render.engine = "CYCLES"
+    scene.cycles.device = "CPU"
     scene.cycles.samples = 8
     scene.cycles.max_bounces = 4
     import _cycles  # Cycles' compiled module: says whether OpenImageDenoise is built in
 
     scene.cycles.use_denoising = bool(_cycles.with_openimagedenoise)
-    scene.cycles.denoising_quality = 'FAST'    # 8 samples + fast denoising: ~3 s on 2 cores
-    scene.cycles.denoising_prefilter = 'FAST'
+    scene.cycles.denoising_quality = "FAST"  # 8 samples + fast denoising: ~3 s on 2 cores
+    scene.cycles.denoising_prefilter = "FAST"
     scene.render.resolution_x = 640
     scene.render.resolution_y = 400
     scene.render.resolution_percentage = 100
-    scene.view_settings.view_transform = 'Standard'  # keep the marker colours saturated
-    scene.render.image_settings.file_format = 'PNG'
-    scene.render.image_settings.color_mode = 'RGB'
+    scene.view_settings.view_transform = "Standard"  # keep the marker colours saturated
+    scene.render.image_settings.file_format = "PNG"
+    scene.render.image_settings.color_mode = "RGB"
     scene.render.filepath = path
     bpy.ops.render.render(write_still=True)
 
@@ -299,8 +315,9 @@ def main(copy_to_docs=False):
     png_path = os.path.join(OUT_DIR, "demo.png")
     render_started = time.perf_counter()
     render(png_path)
-    print(f"Rendered {os.path.relpath(png_path, ROOT)} "
-          f"({time.perf_counter() - render_started:.1f} s)")
+    print(
+        f"Rendered {os.path.relpath(png_path, ROOT)} ({time.perf_counter() - render_started:.1f} s)"
+    )
     if copy_to_docs:
         os.makedirs(os.path.dirname(DOCS_PNG), exist_ok=True)
         shutil.copyfile(png_path, DOCS_PNG)

@@ -11,6 +11,7 @@ each query found; saves the scene when a .blend path is given.
 BLENDER_USER_RESOURCES points to a temporary directory before bpy is imported, so the
 script leaves the user's Blender configuration alone.
 """
+
 import os
 import sys
 import tempfile
@@ -19,9 +20,7 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="gq-demo
 
 import bpy  # noqa: E402  (after BLENDER_USER_RESOURCES)
 import numpy as np  # noqa: E402
-
 from addon_from_checkout import register_addon  # noqa: E402  (beside this script)
-
 
 
 def build_scene():
@@ -29,14 +28,15 @@ def build_scene():
     bpy.ops.wm.read_factory_settings(use_empty=True)
     bpy.ops.mesh.primitive_uv_sphere_add(radius=1.0, location=(-2.0, 0.0, 1.5))
     sphere = bpy.context.object
-    bpy.ops.mesh.primitive_cylinder_add(radius=0.6, depth=2.0, location=(2.0, 0.0, 1.5),
-                                        rotation=(0.0, 0.4, 0.0))
+    bpy.ops.mesh.primitive_cylinder_add(
+        radius=0.6, depth=2.0, location=(2.0, 0.0, 1.5), rotation=(0.0, 0.4, 0.0)
+    )
     cylinder = bpy.context.object
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=127, y_subdivisions=127, size=8.0)
     terrain = bpy.context.object
     terrain.name = "Terrain"
-    displace = terrain.modifiers.new("Displace", 'DISPLACE')
-    displace.texture = bpy.data.textures.new("Hills", 'CLOUDS')
+    displace = terrain.modifiers.new("Displace", "DISPLACE")
+    displace.texture = bpy.data.textures.new("Hills", "CLOUDS")
     displace.texture.noise_scale = 1.5
     displace.strength = 0.5
     return sphere, cylinder, terrain
@@ -61,14 +61,21 @@ def main(save_path=None):
     bpy.ops.geometry_queries.fire_ray(origin=(-2.0, -0.3, 6.0), direction=(0.0, 0.0, -1.0))
     print("1.", scene.geometry_queries.last_result)
     hit = bpy.data.objects["Sphere hit"]
-    print(f"   {hit.name}: distance {hit['distance']:.9f}, normal "
-          f"{np.round(hit['normal'], 6).tolist()}")
+    print(
+        f"   {hit.name}: distance {hit['distance']:.9f}, normal "
+        f"{np.round(hit['normal'], 6).tolist()}"
+    )
 
     # 2. A 100 x 100 grid of parallel rays straight down over all three: more than 64 hits
     #    become ONE point mesh with hit_normal / distance / target_index attributes.
-    bpy.ops.geometry_queries.fire_ray(origin=(0.0, 0.0, 6.0), direction=(0.0, 0.0, -1.0),
-                                      pattern='GRID', grid_rows=100, grid_columns=100,
-                                      grid_width=7.5)
+    bpy.ops.geometry_queries.fire_ray(
+        origin=(0.0, 0.0, 6.0),
+        direction=(0.0, 0.0, -1.0),
+        pattern="GRID",
+        grid_rows=100,
+        grid_columns=100,
+        grid_width=7.5,
+    )
     print("2.", scene.geometry_queries.last_result)
     cloud = bpy.data.objects["Ray Hits"]
     mesh = cloud.data
@@ -81,13 +88,12 @@ def main(save_path=None):
     #    fan of 24 rays in a 20 degree cone, tilted towards the cylinder.
     scene.cursor.location = (0.0, 0.0, 5.0)
     scene.cursor.rotation_euler = (0.0, -0.35, 0.0)
-    bpy.ops.geometry_queries.fire_ray(pattern='FAN', fan_count=24, fan_angle=np.radians(20.0))
+    bpy.ops.geometry_queries.fire_ray(pattern="FAN", fan_count=24, fan_angle=np.radians(20.0))
     print("3.", scene.geometry_queries.last_result)
 
     # 4. A sphere cast (radius 0.3) from above down onto the sphere.
     select(sphere)
-    bpy.ops.geometry_queries.sphere_cast(start=(-1.5, 0.0, 6.0), end=(-1.5, 0.0, -2.0),
-                                         radius=0.3)
+    bpy.ops.geometry_queries.sphere_cast(start=(-1.5, 0.0, 6.0), end=(-1.5, 0.0, -2.0), radius=0.3)
     print("4.", scene.geometry_queries.last_result)
 
     # 5. Errors: a cancelled operator raises RuntimeError carrying the report.

@@ -1,13 +1,14 @@
 """Blender operators: map selected objects to core shapes, query, write the results.
 
-    mapping.py     evaluated Blender objects -> Placed core shapes (or a reason why not)
-    shape_cache.py recognised shapes kept while their mesh data stays bit-identical
-    patterns.py    ray patterns: SINGLE, FAN, GRID (numpy)
-    nearest.py     nearest hit over several targets (numpy + core)
-    results.py     hits -> empties or one point mesh; Clear Hits' removal
-    properties.py  property definitions shared with the panel's settings
-    query.py       the operators: fire_ray, sphere_cast, clear_hits
+mapping.py     evaluated Blender objects -> Placed core shapes (or a reason why not)
+shape_cache.py recognised shapes kept while their mesh data stays bit-identical
+patterns.py    ray patterns: SINGLE, FAN, GRID (numpy)
+nearest.py     nearest hit over several targets (numpy + core)
+results.py     hits -> empties or one point mesh; Clear Hits' removal
+properties.py  property definitions shared with the panel's settings
+query.py       the operators: fire_ray, sphere_cast, clear_hits
 """
+
 import bpy
 
 from .query import classes

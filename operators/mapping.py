@@ -41,6 +41,7 @@ are; the lattice origin and spacing come from the extreme vertices.
 
 Anything else raises :class:`NotRecognized` (a ValueError) naming the object and why.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,9 +54,9 @@ from ..core.vectors import plane_basis
 from .shape_cache import SHAPES, Fingerprint, read_corner_edges, read_corner_verts
 
 RELATIVE_TOLERANCE = 1e-5
-SNAP_TOLERANCE = 3e-6          # relative to the shape's size
+SNAP_TOLERANCE = 3e-6  # relative to the shape's size
 MIN_CYLINDER_SEGMENTS = 5
-SIMILARITY_TOLERANCE = 1e-6    # relative spread of a placement's singular values
+SIMILARITY_TOLERANCE = 1e-6  # relative spread of a placement's singular values
 
 
 class NotRecognized(ValueError):
@@ -66,13 +67,14 @@ class NotRecognized(ValueError):
 class Recognized:
     """A selected object as a core shape in world space."""
 
-    name: str            # the object's name
-    kind: str            # 'SPHERE', 'CYLINDER' or 'TERRAIN'
-    shape: object        # core.Placed(local shape, matrix_world)
-    description: str     # e.g. "Sphere r=1.000", "Terrain 256x256"
+    name: str  # the object's name
+    kind: str  # 'SPHERE', 'CYLINDER' or 'TERRAIN'
+    shape: object  # core.Placed(local shape, matrix_world)
+    description: str  # e.g. "Sphere r=1.000", "Terrain 256x256"
 
 
 # ---------------------------------------------------------------------------- reading
+
 
 def mesh_positions(mesh) -> np.ndarray:
     """(N, 3) float32 vertex positions of ``mesh``, as Blender stores them (the fast
@@ -109,6 +111,7 @@ def world_matrix(evaluated_object) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- snapping
 
+
 def snapped(values, size: float):
     """``values`` rounded to multiples of 1e-5 * size (a decimal step) where that moves
     them by at most SNAP_TOLERANCE * size; other values are returned unchanged."""
@@ -117,11 +120,13 @@ def snapped(values, size: float):
     rounded = np.round(values / step) * step
     # Shorten the binary expansion: 0.7 as the double nearest to 0.7, not 0.7000000000000001.
     rounded = np.array([float(f"{value:.12g}") for value in np.atleast_1d(rounded)]).reshape(
-        rounded.shape)
+        rounded.shape
+    )
     return np.where(np.abs(rounded - values) <= SNAP_TOLERANCE * size, rounded, values)
 
 
 # ---------------------------------------------------------------------------- geometry helpers
+
 
 def spread_sample(points: np.ndarray, count: int) -> np.ndarray:
     """Indices of ``count`` points far apart from each other (farthest-point sampling)."""
@@ -183,6 +188,7 @@ def shape_size(points: np.ndarray) -> float:
 # ---------------------------------------------------------------------------- recognisers
 # Each returns (local shape, description) or raises NotRecognized with the reason alone.
 
+
 def lattice_diagonals(triangles: np.ndarray, i: np.ndarray, j: np.ndarray, nx: int, ny: int):
     """Each lattice cell's diagonal, (ny-1, nx-1) bool (True: split along (i+1, j)-(i, j+1)),
     from the mesh's loop triangles (vertex indices) and the lattice column ``i`` and row
@@ -205,14 +211,16 @@ def lattice_diagonals(triangles: np.ndarray, i: np.ndarray, j: np.ndarray, nx: i
     c0 = (i0 - cell_i) + 2 * (j0 - cell_j)
     c1 = (i1 - cell_i) + 2 * (j1 - cell_j)
     c2 = (i2 - cell_i) + 2 * (j2 - cell_j)
-    within_cell = (np.maximum(np.maximum(i0, i1), i2) - cell_i <= 1) & \
-        (np.maximum(np.maximum(j0, j1), j2) - cell_j <= 1)
+    within_cell = (np.maximum(np.maximum(i0, i1), i2) - cell_i <= 1) & (
+        np.maximum(np.maximum(j0, j1), j2) - cell_j <= 1
+    )
     if not (within_cell & (c0 != c1) & (c1 != c2) & (c0 != c2)).all():
         raise not_cells
     left_out = 6 - (c0 + c1 + c2)
     cell = cell_j * (nx - 1) + cell_i
-    if (np.bincount(cell, minlength=cells) != 2).any() or \
-            (np.bincount(cell, weights=left_out, minlength=cells) != 3).any():
+    if (np.bincount(cell, minlength=cells) != 2).any() or (
+        np.bincount(cell, weights=left_out, minlength=cells) != 3
+    ).any():
         raise not_cells
     anti = np.bincount(cell, weights=(left_out == 0), minlength=cells)
     return (anti == 1).reshape(ny - 1, nx - 1)
@@ -234,8 +242,9 @@ def as_terrain(mesh, points: np.ndarray):
     dy = (y_max - y_min) / (ny - 1)
     i = np.rint((x - x_min) / dx).astype(np.int32)
     j = np.rint((y - y_min) / dy).astype(np.int32)
-    on_lattice = ((np.abs(x - (x_min + i * dx)) <= tolerance)
-                  & (np.abs(y - (y_min + j * dy)) <= tolerance))
+    on_lattice = (np.abs(x - (x_min + i * dx)) <= tolerance) & (
+        np.abs(y - (y_min + j * dy)) <= tolerance
+    )
     lattice_index = j.astype(np.int64) * nx + i
     if not on_lattice.all() or np.bincount(lattice_index, minlength=nx * ny).max() != 1:
         raise NotRecognized("its vertices do not form a regular XY lattice")
@@ -244,15 +253,15 @@ def as_terrain(mesh, points: np.ndarray):
     heights = heights.reshape(ny, nx)
     diagonals = lattice_diagonals(loop_triangle_vertices(mesh), i, j, nx, ny)
 
-    shape = core.Heightfield(heights, spacing=(dx, dy), origin=(x_min, y_min),
-                             surface="TRIANGLES", diagonals=diagonals)
+    shape = core.Heightfield(
+        heights, spacing=(dx, dy), origin=(x_min, y_min), surface="TRIANGLES", diagonals=diagonals
+    )
     return shape, (nx, ny)
 
 
 def terrain_arrays(shape) -> list:
     """The arrays a recognised Heightfield holds (made read-only when it is cached)."""
-    return [array for array in (shape.heights, shape.diagonals)
-            if isinstance(array, np.ndarray)]
+    return [array for array in (shape.heights, shape.diagonals) if isinstance(array, np.ndarray)]
 
 
 def as_cylinder(mesh, points: np.ndarray, planes):
@@ -277,7 +286,8 @@ def as_cylinder(mesh, points: np.ndarray, planes):
         if len(ring) < MIN_CYLINDER_SEGMENTS:
             raise NotRecognized(
                 f"it has only {len(ring)} vertices per circle (a box or prism; a cylinder needs "
-                f"at least {MIN_CYLINDER_SEGMENTS})")
+                f"at least {MIN_CYLINDER_SEGMENTS})"
+            )
         flat = np.column_stack([ring @ first, ring @ second])
         centre2d, radius = fit_sphere(flat)
         if np.abs(np.linalg.norm(flat - centre2d, axis=1) - radius).max() > tolerance:
@@ -307,11 +317,13 @@ def as_sphere(mesh, points: np.ndarray, planes):
     deviation = np.abs(np.linalg.norm(points - centre, axis=1) - radius).max()
     if not deviation <= tolerance:
         raise NotRecognized(
-            f"its vertices are not equidistant from a centre (up to {deviation:.3g} off)")
+            f"its vertices are not equidistant from a centre (up to {deviation:.3g} off)"
+        )
     if planes is not None:
         raise NotRecognized(
             "its vertices lie on two parallel planes (like a box, prism or cone), "
-            "not spread over a sphere")
+            "not spread over a sphere"
+        )
     if not mesh_is_closed(mesh):
         raise NotRecognized("its surface is open (not a solid sphere)")
     centre = snapped(centre, size)
@@ -323,6 +335,7 @@ def as_sphere(mesh, points: np.ndarray, planes):
 
 
 # ---------------------------------------------------------------------------- public
+
 
 def scale_description(matrix: np.ndarray):
     """(uniform scale factor, or None when the placement scales non-uniformly)."""
@@ -347,30 +360,37 @@ def recognize(obj, depsgraph) -> Recognized:
 
 def recognize_shape(obj, depsgraph) -> Recognized:
     name = obj.name
-    if obj.type != 'MESH':
+    if obj.type != "MESH":
         kind = obj.type.lower().replace("_", " ")
         article = "an" if kind[0] in "aeiou" else "a"
-        raise NotRecognized(f"{name} is {article} {kind} object, not a mesh "
-                            "(only sphere, cylinder and terrain meshes are supported)")
+        raise NotRecognized(
+            f"{name} is {article} {kind} object, not a mesh "
+            "(only sphere, cylinder and terrain meshes are supported)"
+        )
     evaluated = obj.evaluated_get(depsgraph)
     mesh = evaluated.data
     positions = mesh_positions(mesh)
     if len(positions) < 4:
         raise NotRecognized(f"{name} has only {len(positions)} vertices")
     # Edit mode may tessellate from the BMesh: never cached (see shape_cache.py).
-    use_cache = evaluated.original.mode != 'EDIT'
+    use_cache = evaluated.original.mode != "EDIT"
     local = SHAPES.lookup(name, mesh, positions) if use_cache else None
     if local is None:
         local = recognize_local(name, mesh, positions)
         if use_cache:
             kind, shape, _ = local
-            depends_on = "TRIANGULATION" if kind == 'TERRAIN' else "CLOSEDNESS"
-            SHAPES.store(name, Fingerprint.read(mesh, positions, depends_on), local,
-                         value_arrays=terrain_arrays(shape) if kind == 'TERRAIN' else ())
+            depends_on = "TRIANGULATION" if kind == "TERRAIN" else "CLOSEDNESS"
+            SHAPES.store(
+                name,
+                Fingerprint.read(mesh, positions, depends_on),
+                local,
+                value_arrays=terrain_arrays(shape) if kind == "TERRAIN" else (),
+            )
     kind, shape, size = local
     matrix = world_matrix(evaluated)
-    return Recognized(name, kind, core.Placed(shape, matrix),
-                      description(kind, size, scale_description(matrix)))
+    return Recognized(
+        name, kind, core.Placed(shape, matrix), description(kind, size, scale_description(matrix))
+    )
 
 
 def recognize_local(name, mesh, positions: np.ndarray):
@@ -381,18 +401,18 @@ def recognize_local(name, mesh, positions: np.ndarray):
     reasons = []
     try:
         shape, size = as_terrain(mesh, points)
-        return 'TERRAIN', shape, size
+        return "TERRAIN", shape, size
     except NotRecognized as reason:
         reasons.append(f"not a terrain: {reason}")
     planes = two_parallel_planes(points, RELATIVE_TOLERANCE * shape_size(points))
     try:
         shape, size = as_cylinder(mesh, points, planes)
-        return 'CYLINDER', shape, size
+        return "CYLINDER", shape, size
     except NotRecognized as reason:
         reasons.append(f"not a cylinder: {reason}")
     try:
         shape, size = as_sphere(mesh, points, planes)
-        return 'SPHERE', shape, size
+        return "SPHERE", shape, size
     except NotRecognized as reason:
         reasons.append(f"not a sphere: {reason}")
     raise NotRecognized(f"{name} is not a supported shape: " + "; ".join(reversed(reasons)))
@@ -400,9 +420,9 @@ def recognize_local(name, mesh, positions: np.ndarray):
 
 def description(kind: str, size, scale) -> str:
     """The panel's text for a recognised shape; ``scale`` as from scale_description."""
-    if kind == 'TERRAIN':
+    if kind == "TERRAIN":
         return f"Terrain {size[0]}x{size[1]}"
-    if kind == 'CYLINDER':
+    if kind == "CYLINDER":
         radius, height = size
         if scale is None:
             return f"Cylinder r={radius:.3f} h={height:.3f} (non-uniform scale)"

@@ -1,5 +1,6 @@
 """The nearest hit of each ray over several targets, and the first contact of a sphere cast
 over several targets (numpy and core only; the targets are ``mapping.Recognized``)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,19 +14,23 @@ from .. import core
 class NearestHits:
     """Per ray: the nearest hit over all targets (arrays of length N)."""
 
-    hit: np.ndarray       # (N,) bool
+    hit: np.ndarray  # (N,) bool
     distance: np.ndarray  # (N,) float64, inf where no hit
-    point: np.ndarray     # (N, 3), NaN where no hit
-    normal: np.ndarray    # (N, 3), NaN where no hit
-    target: np.ndarray    # (N,) int index into the target list, -1 where no hit
+    point: np.ndarray  # (N, 3), NaN where no hit
+    normal: np.ndarray  # (N, 3), NaN where no hit
+    target: np.ndarray  # (N,) int index into the target list, -1 where no hit
 
 
 def nearest_ray_hits(targets, origins, directions, max_distance) -> NearestHits:
     """Cast every ray at every target; each ray keeps its nearest hit (first target on ties)."""
     count = len(origins)
-    best = NearestHits(hit=np.zeros(count, dtype=bool), distance=np.full(count, np.inf),
-                       point=np.full((count, 3), np.nan), normal=np.full((count, 3), np.nan),
-                       target=np.full(count, -1, dtype=np.int64))
+    best = NearestHits(
+        hit=np.zeros(count, dtype=bool),
+        distance=np.full(count, np.inf),
+        point=np.full((count, 3), np.nan),
+        normal=np.full((count, 3), np.nan),
+        target=np.full(count, -1, dtype=np.int64),
+    )
     for index, target in enumerate(targets):
         try:
             hits = core.raycast(target.shape, origins, directions, max_distance)
@@ -44,11 +49,11 @@ def nearest_ray_hits(targets, origins, directions, max_distance) -> NearestHits:
 class CastContact:
     """The first contact of one sphere cast over all targets."""
 
-    target: int           # index into the target list
-    distance: float       # centre travel from the start
-    center: np.ndarray    # (3,) centre of the moving sphere at contact
-    point: np.ndarray     # (3,) contact point on the target
-    normal: np.ndarray    # (3,) target normal at the contact
+    target: int  # index into the target list
+    distance: float  # centre travel from the start
+    center: np.ndarray  # (3,) centre of the moving sphere at contact
+    point: np.ndarray  # (3,) contact point on the target
+    normal: np.ndarray  # (3,) target normal at the contact
 
 
 def first_cast_contact(targets, start, end, radius):
@@ -60,6 +65,11 @@ def first_cast_contact(targets, start, end, radius):
         except ValueError as error:
             raise ValueError(f"{target.name}: {error}") from None
         if cast.hit and (best is None or cast.distance < best.distance):
-            best = CastContact(index, float(cast.distance), np.asarray(cast.center),
-                               np.asarray(cast.point), np.asarray(cast.normal))
+            best = CastContact(
+                index,
+                float(cast.distance),
+                np.asarray(cast.center),
+                np.asarray(cast.point),
+                np.asarray(cast.normal),
+            )
     return best

@@ -8,11 +8,12 @@ GRID    ``grid_rows`` x ``grid_columns`` parallel rays along ``direction``, thei
         spread evenly over a ``grid_width`` x ``grid_width`` square centred on ``origin``
         and perpendicular to the direction (one row or column sits on the centre line).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-PATTERNS = ('SINGLE', 'FAN', 'GRID')
+PATTERNS = ("SINGLE", "FAN", "GRID")
 GOLDEN_ANGLE = np.pi * (3.0 - np.sqrt(5.0))
 
 
@@ -45,12 +46,16 @@ def fan_directions(unit: np.ndarray, count: int, angle: float) -> np.ndarray:
     sin_polar = np.sqrt(np.maximum(0.0, 1.0 - cos_polar * cos_polar))
     azimuth = k * GOLDEN_ANGLE
     u, v = perpendicular_basis(unit)
-    return (np.outer(sin_polar * np.cos(azimuth), u) + np.outer(sin_polar * np.sin(azimuth), v)
-            + np.outer(cos_polar, unit))
+    return (
+        np.outer(sin_polar * np.cos(azimuth), u)
+        + np.outer(sin_polar * np.sin(azimuth), v)
+        + np.outer(cos_polar, unit)
+    )
 
 
-def grid_origins(origin: np.ndarray, unit: np.ndarray, rows: int, columns: int,
-                 width: float) -> np.ndarray:
+def grid_origins(
+    origin: np.ndarray, unit: np.ndarray, rows: int, columns: int, width: float
+) -> np.ndarray:
     """(rows * columns, 3) origins over a width x width square around ``origin``, row-major."""
     if rows < 1 or columns < 1:
         raise ValueError(f"grid_rows and grid_columns must be at least 1, got {rows}x{columns}")
@@ -60,22 +65,31 @@ def grid_origins(origin: np.ndarray, unit: np.ndarray, rows: int, columns: int,
     across = np.linspace(-0.5 * width, 0.5 * width, columns) if columns > 1 else np.zeros(1)
     down = np.linspace(-0.5 * width, 0.5 * width, rows) if rows > 1 else np.zeros(1)
     row_offset, column_offset = np.meshgrid(down, across, indexing="ij")
-    return (origin + np.outer(column_offset.ravel(), u) + np.outer(row_offset.ravel(), v))
+    return origin + np.outer(column_offset.ravel(), u) + np.outer(row_offset.ravel(), v)
 
 
-def ray_pattern(pattern: str, origin, direction, *, fan_count=1, fan_angle=0.0, grid_rows=1,
-                grid_columns=1, grid_width=0.0):
+def ray_pattern(
+    pattern: str,
+    origin,
+    direction,
+    *,
+    fan_count=1,
+    fan_angle=0.0,
+    grid_rows=1,
+    grid_columns=1,
+    grid_width=0.0,
+):
     """(origins, directions), each (N, 3) float64 with unit directions, for ``pattern``."""
     origin = np.asarray(origin, dtype=np.float64)
     if origin.shape != (3,) or not np.isfinite(origin).all():
         raise ValueError(f"origin must be 3 finite numbers, got {origin.tolist()}")
     unit = unit_direction(direction)
-    if pattern == 'SINGLE':
+    if pattern == "SINGLE":
         return origin[np.newaxis, :].copy(), unit[np.newaxis, :].copy()
-    if pattern == 'FAN':
+    if pattern == "FAN":
         directions = fan_directions(unit, fan_count, fan_angle)
         return np.broadcast_to(origin, directions.shape).copy(), directions
-    if pattern == 'GRID':
+    if pattern == "GRID":
         origins = grid_origins(origin, unit, grid_rows, grid_columns, grid_width)
         return origins, np.broadcast_to(unit, origins.shape).copy()
     raise ValueError(f"pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}")

@@ -1,47 +1,79 @@
 """Property definitions shared by the operators and the panel's settings (ui/settings.py),
 so both declare each setting exactly once and the panel can copy its values across."""
+
 from math import pi, radians
 
 from bpy.props import EnumProperty, FloatProperty, IntProperty
 
 PATTERN_ITEMS = (
-    ('SINGLE', "Single", "One ray"),
-    ('FAN', "Fan", "Rays from the origin filling a cone around the direction"),
-    ('GRID', "Grid", "Parallel rays from a square grid of origins around the origin"),
+    ("SINGLE", "Single", "One ray"),
+    ("FAN", "Fan", "Rays from the origin filling a cone around the direction"),
+    ("GRID", "Grid", "Parallel rays from a square grid of origins around the origin"),
 )
 OUTPUT_ITEMS = (
-    ('AUTO', "Automatic", "Empties for a few hits, one point mesh for many"),
-    ('EMPTIES', "Empties", "One empty per hit, Z axis along the normal"),
-    ('POINT_MESH', "Point Mesh", "One mesh object whose vertices are the hits"),
+    ("AUTO", "Automatic", "Empties for a few hits, one point mesh for many"),
+    ("EMPTIES", "Empties", "One empty per hit, Z axis along the normal"),
+    ("POINT_MESH", "Point Mesh", "One mesh object whose vertices are the hits"),
 )
 DIRECTION_SOURCE_ITEMS = (
-    ('CURSOR', "Direction or Cursor",
-     "The Direction property, or the 3D cursor's -Z axis when it is not set"),
-    ('VIEW', "View", "The viewing direction of the 3D viewport the operator runs in"),
+    (
+        "CURSOR",
+        "Direction or Cursor",
+        "The Direction property, or the 3D cursor's -Z axis when it is not set",
+    ),
+    ("VIEW", "View", "The viewing direction of the 3D viewport the operator runs in"),
 )
 
 # Settings the Fire Ray button copies from the panel to the operator.
-FIRE_RAY_SETTINGS = ("direction_source", "max_distance", "pattern", "fan_count", "fan_angle",
-                     "grid_rows", "grid_columns", "grid_width", "output", "marker_size")
+FIRE_RAY_SETTINGS = (
+    "direction_source",
+    "max_distance",
+    "pattern",
+    "fan_count",
+    "fan_angle",
+    "grid_rows",
+    "grid_columns",
+    "grid_width",
+    "output",
+    "marker_size",
+)
 
 
 def max_distance_property():
-    return FloatProperty(name="Max Distance", description="How far the rays reach",
-                         subtype='DISTANCE', unit='LENGTH', default=100.0, min=0.0)
+    return FloatProperty(
+        name="Max Distance",
+        description="How far the rays reach",
+        subtype="DISTANCE",
+        unit="LENGTH",
+        default=100.0,
+        min=0.0,
+    )
 
 
 def pattern_property():
-    return EnumProperty(name="Pattern", items=PATTERN_ITEMS, default='SINGLE')
+    return EnumProperty(name="Pattern", items=PATTERN_ITEMS, default="SINGLE")
 
 
 def fan_count_property():
-    return IntProperty(name="Rays", description="Number of rays in the fan",
-                       default=16, min=1, max=1_000_000, soft_max=10_000)
+    return IntProperty(
+        name="Rays",
+        description="Number of rays in the fan",
+        default=16,
+        min=1,
+        max=1_000_000,
+        soft_max=10_000,
+    )
 
 
 def fan_angle_property():
-    return FloatProperty(name="Cone Angle", description="Full apex angle of the fan's cone",
-                         subtype='ANGLE', default=radians(30.0), min=0.0, max=pi)
+    return FloatProperty(
+        name="Cone Angle",
+        description="Full apex angle of the fan's cone",
+        subtype="ANGLE",
+        default=radians(30.0),
+        min=0.0,
+        max=pi,
+    )
 
 
 def grid_rows_property():
@@ -53,23 +85,41 @@ def grid_columns_property():
 
 
 def grid_width_property():
-    return FloatProperty(name="Width", description="Side of the square the grid's origins cover",
-                         subtype='DISTANCE', unit='LENGTH', default=2.0, min=0.0)
+    return FloatProperty(
+        name="Width",
+        description="Side of the square the grid's origins cover",
+        subtype="DISTANCE",
+        unit="LENGTH",
+        default=2.0,
+        min=0.0,
+    )
 
 
 def output_property():
-    return EnumProperty(name="Output", items=OUTPUT_ITEMS, default='AUTO')
+    return EnumProperty(name="Output", items=OUTPUT_ITEMS, default="AUTO")
 
 
 def direction_source_property():
-    return EnumProperty(name="Direction From", items=DIRECTION_SOURCE_ITEMS, default='CURSOR')
+    return EnumProperty(name="Direction From", items=DIRECTION_SOURCE_ITEMS, default="CURSOR")
 
 
 def marker_size_property():
-    return FloatProperty(name="Marker Size", description="Display size of the hit empties",
-                         subtype='DISTANCE', unit='LENGTH', default=0.2, min=0.001)
+    return FloatProperty(
+        name="Marker Size",
+        description="Display size of the hit empties",
+        subtype="DISTANCE",
+        unit="LENGTH",
+        default=0.2,
+        min=0.001,
+    )
 
 
 def cast_radius_property():
-    return FloatProperty(name="Radius", description="Radius of the moving sphere",
-                         subtype='DISTANCE', unit='LENGTH', default=0.25, min=0.0)
+    return FloatProperty(
+        name="Radius",
+        description="Radius of the moving sphere",
+        subtype="DISTANCE",
+        unit="LENGTH",
+        default=0.25,
+        min=0.0,
+    )

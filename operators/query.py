@@ -6,6 +6,7 @@ selected objects to shapes (mapping.py), query core (nearest.py), write the resu
 which says so when there is none. Any ValueError (bad input, an object that is not a
 supported shape) is reported as an error and cancels the operator with the scene untouched.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -36,7 +37,7 @@ def query_targets(context) -> list:
 
 
 def poll_objects_to_query(cls, context) -> bool:
-    if context.mode != 'OBJECT':
+    if context.mode != "OBJECT":
         cls.poll_message_set("Switch to Object Mode: queries read the evaluated objects")
         return False
     if not query_targets(context):
@@ -51,14 +52,23 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
 
     bl_idname = "geometry_queries.fire_ray"
     bl_label = "Fire Ray"
-    bl_options = {'REGISTER', 'UNDO'}
+    bl_options = {"REGISTER", "UNDO"}
 
     origin: FloatVectorProperty(
-        name="Origin", description="Where the rays start (default: the 3D cursor)",
-        subtype='TRANSLATION', unit='LENGTH', size=3, options={'SKIP_SAVE'})
+        name="Origin",
+        description="Where the rays start (default: the 3D cursor)",
+        subtype="TRANSLATION",
+        unit="LENGTH",
+        size=3,
+        options={"SKIP_SAVE"},
+    )
     direction: FloatVectorProperty(
-        name="Direction", description="Ray direction, any length but zero "
-        "(default: the 3D cursor's -Z axis)", subtype='XYZ', size=3, options={'SKIP_SAVE'})
+        name="Direction",
+        description="Ray direction, any length but zero (default: the 3D cursor's -Z axis)",
+        subtype="XYZ",
+        size=3,
+        options={"SKIP_SAVE"},
+    )
     direction_source: properties.direction_source_property()
     max_distance: properties.max_distance_property()
     pattern: properties.pattern_property()
@@ -79,13 +89,15 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
         scene = context.scene
         if not self.properties.is_property_set("origin"):
             self.origin = scene.cursor.location
-        if self.direction_source == 'VIEW':
+        if self.direction_source == "VIEW":
             space = context.space_data
-            in_3d_view = space is not None and space.type == 'VIEW_3D'
+            in_3d_view = space is not None and space.type == "VIEW_3D"
             region_3d = context.region_data if in_3d_view else None
             if region_3d is None:
-                raise ValueError("Direction From 'View' needs a 3D viewport to run in, and there "
-                                 "is none here (e.g. a script): pass direction=(x, y, z) instead")
+                raise ValueError(
+                    "Direction From 'View' needs a 3D viewport to run in, and there "
+                    "is none here (e.g. a script): pass direction=(x, y, z) instead"
+                )
             self.direction = region_3d.view_rotation @ Vector((0.0, 0.0, -1.0))
         elif not self.properties.is_property_set("direction"):
             self.direction = cursor_forward(scene)
@@ -95,20 +107,27 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
         try:
             self.fill_defaults(context)
             origins, directions = patterns.ray_pattern(
-                self.pattern, self.origin, self.direction, fan_count=self.fan_count,
-                fan_angle=self.fan_angle, grid_rows=self.grid_rows,
-                grid_columns=self.grid_columns, grid_width=self.grid_width)
-            targets = mapping.recognize_all(query_targets(context),
-                                            context.evaluated_depsgraph_get())
+                self.pattern,
+                self.origin,
+                self.direction,
+                fan_count=self.fan_count,
+                fan_angle=self.fan_angle,
+                grid_rows=self.grid_rows,
+                grid_columns=self.grid_columns,
+                grid_width=self.grid_width,
+            )
+            targets = mapping.recognize_all(
+                query_targets(context), context.evaluated_depsgraph_get()
+            )
             hits = nearest.nearest_ray_hits(targets, origins, directions, self.max_distance)
         except ValueError as error:
-            self.report({'ERROR'}, str(error))
-            return {'CANCELLED'}
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
 
         names = [target.name for target in targets]
         hit_count = int(np.count_nonzero(hits.hit))
         if hit_count:
-            if results.resolve_output(self.output, hit_count) == 'EMPTIES':
+            if results.resolve_output(self.output, hit_count) == "EMPTIES":
                 results.write_hit_empties(scene, hits, names, self.marker_size)
             else:
                 results.write_hit_point_mesh(scene, hits, names)
@@ -116,11 +135,13 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
         message = f"{hit_count} of {rays} {'ray' if rays == 1 else 'rays'} hit"
         if hit_count:
             ray = int(np.argmin(hits.distance))
-            message += (f"; nearest: {names[hits.target[ray]]} at "
-                        f"{results.format_length(scene, hits.distance[ray])}")
-        self.report({'INFO'}, message)
+            message += (
+                f"; nearest: {names[hits.target[ray]]} at "
+                f"{results.format_length(scene, hits.distance[ray])}"
+            )
+        self.report({"INFO"}, message)
         store_last_result(context, message)
-        return {'FINISHED'}
+        return {"FINISHED"}
 
 
 class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
@@ -129,15 +150,25 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
 
     bl_idname = "geometry_queries.sphere_cast"
     bl_label = "Sphere Cast"
-    bl_options = {'REGISTER', 'UNDO'}
+    bl_options = {"REGISTER", "UNDO"}
 
     start: FloatVectorProperty(
-        name="Start", description="Where the sphere's centre starts (default: the 3D cursor)",
-        subtype='TRANSLATION', unit='LENGTH', size=3, options={'SKIP_SAVE'})
+        name="Start",
+        description="Where the sphere's centre starts (default: the 3D cursor)",
+        subtype="TRANSLATION",
+        unit="LENGTH",
+        size=3,
+        options={"SKIP_SAVE"},
+    )
     end: FloatVectorProperty(
-        name="End", description="Where the sphere's centre ends (default: Max Distance along "
-        "the 3D cursor's -Z axis from the start)", subtype='TRANSLATION', unit='LENGTH',
-        size=3, options={'SKIP_SAVE'})
+        name="End",
+        description="Where the sphere's centre ends (default: Max Distance along "
+        "the 3D cursor's -Z axis from the start)",
+        subtype="TRANSLATION",
+        unit="LENGTH",
+        size=3,
+        options={"SKIP_SAVE"},
+    )
     radius: properties.cast_radius_property()
     max_distance: properties.max_distance_property()
 
@@ -154,29 +185,34 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
         try:
             if Vector(self.start) == Vector(self.end):
                 raise ValueError("start and end must differ (the cast needs a direction)")
-            targets = mapping.recognize_all(query_targets(context),
-                                            context.evaluated_depsgraph_get())
-            unsupported = [f"{t.name} ({t.kind.lower()})" for t in targets if t.kind != 'SPHERE']
+            targets = mapping.recognize_all(
+                query_targets(context), context.evaluated_depsgraph_get()
+            )
+            unsupported = [f"{t.name} ({t.kind.lower()})" for t in targets if t.kind != "SPHERE"]
             if unsupported:
-                raise ValueError("Sphere Cast supports sphere targets only so far; not yet: "
-                                 + ", ".join(unsupported))
+                raise ValueError(
+                    "Sphere Cast supports sphere targets only so far; not yet: "
+                    + ", ".join(unsupported)
+                )
             targets = [replace(t, shape=mapping.as_similarity(t.shape)) for t in targets]
-            contact = nearest.first_cast_contact(targets, np.array(self.start),
-                                                 np.array(self.end), self.radius)
+            contact = nearest.first_cast_contact(
+                targets, np.array(self.start), np.array(self.end), self.radius
+            )
         except ValueError as error:
-            self.report({'ERROR'}, str(error))
-            return {'CANCELLED'}
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
 
         if contact is None:
             message = "Sphere cast touches nothing between start and end"
         else:
             name = targets[contact.target].name
             results.write_cast_markers(scene, contact, name, self.radius)
-            message = (f"Sphere cast touches {name} after "
-                       f"{results.format_length(scene, contact.distance)}")
-        self.report({'INFO'}, message)
+            message = (
+                f"Sphere cast touches {name} after {results.format_length(scene, contact.distance)}"
+            )
+        self.report({"INFO"}, message)
         store_last_result(context, message)
-        return {'FINISHED'}
+        return {"FINISHED"}
 
 
 class GEOMETRY_QUERIES_OT_clear_hits(bpy.types.Operator):
@@ -184,7 +220,7 @@ class GEOMETRY_QUERIES_OT_clear_hits(bpy.types.Operator):
 
     bl_idname = "geometry_queries.clear_hits"
     bl_label = "Clear Hits"
-    bl_options = {'REGISTER', 'UNDO'}
+    bl_options = {"REGISTER", "UNDO"}
 
     @classmethod
     def poll(cls, context):
@@ -196,9 +232,9 @@ class GEOMETRY_QUERIES_OT_clear_hits(bpy.types.Operator):
     def execute(self, context):
         removed = results.remove_created()
         message = f"Removed {removed} {'object' if removed == 1 else 'objects'}"
-        self.report({'INFO'}, message)
+        self.report({"INFO"}, message)
         store_last_result(context, message)
-        return {'FINISHED'}
+        return {"FINISHED"}
 
 
 classes = (

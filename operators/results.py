@@ -13,6 +13,7 @@ Ray hits are written as
   ``distance`` (FLOAT) and ``target_index`` (INT, into the object's ``targets`` property).
 ``'AUTO'`` picks empties for at most ``EMPTIES_MAX_HITS`` hits and the point mesh above.
 """
+
 from __future__ import annotations
 
 import bpy
@@ -27,11 +28,12 @@ EMPTIES_MAX_HITS = 64
 def format_length(scene, value: float) -> str:
     """``value`` (Blender units) in the scene's length unit, e.g. "4.210 m"."""
     units = scene.unit_settings
-    if units.system == 'METRIC':
+    if units.system == "METRIC":
         return f"{value * units.scale_length:.3f} m"
-    if units.system == 'IMPERIAL':
-        return bpy.utils.units.to_string('IMPERIAL', 'LENGTH', value * units.scale_length,
-                                         precision=3)
+    if units.system == "IMPERIAL":
+        return bpy.utils.units.to_string(
+            "IMPERIAL", "LENGTH", value * units.scale_length, precision=3
+        )
     return f"{value:.3f}"
 
 
@@ -51,7 +53,7 @@ def new_marker(collection, name: str, location, z_axis, display_type: str, size:
     marker = bpy.data.objects.new(name, None)
     marker.empty_display_type = display_type
     marker.empty_display_size = size
-    rotation = Vector(z_axis).to_track_quat('Z', 'Y').to_matrix().to_4x4()
+    rotation = Vector(z_axis).to_track_quat("Z", "Y").to_matrix().to_4x4()
     marker.matrix_world = Matrix.Translation(Vector(location)) @ rotation
     marker[TAG] = "marker"
     collection.objects.link(marker)
@@ -60,8 +62,8 @@ def new_marker(collection, name: str, location, z_axis, display_type: str, size:
 
 def resolve_output(output: str, hit_count: int) -> str:
     """'EMPTIES' or 'POINT_MESH' for the requested ``output`` ('AUTO' decides by count)."""
-    if output == 'AUTO':
-        return 'EMPTIES' if hit_count <= EMPTIES_MAX_HITS else 'POINT_MESH'
+    if output == "AUTO":
+        return "EMPTIES" if hit_count <= EMPTIES_MAX_HITS else "POINT_MESH"
     return output
 
 
@@ -71,8 +73,9 @@ def write_hit_empties(scene, hits, target_names, size: float) -> list:
     markers = []
     for ray in np.flatnonzero(hits.hit):
         target = target_names[hits.target[ray]]
-        marker = new_marker(collection, f"{target} hit", hits.point[ray], hits.normal[ray],
-                            'SINGLE_ARROW', size)
+        marker = new_marker(
+            collection, f"{target} hit", hits.point[ray], hits.normal[ray], "SINGLE_ARROW", size
+        )
         marker["distance"] = float(hits.distance[ray])
         marker["target"] = target
         marker["point"] = hits.point[ray].tolist()
@@ -88,12 +91,13 @@ def write_hit_point_mesh(scene, hits, target_names, name: str = "Ray Hits"):
     mesh[TAG] = "hits"
     mesh.vertices.add(len(rows))
     mesh.attributes["position"].data.foreach_set(
-        "vector", hits.point[rows].astype(np.float32).ravel())
-    normal = mesh.attributes.new("hit_normal", 'FLOAT_VECTOR', 'POINT')
+        "vector", hits.point[rows].astype(np.float32).ravel()
+    )
+    normal = mesh.attributes.new("hit_normal", "FLOAT_VECTOR", "POINT")
     normal.data.foreach_set("vector", hits.normal[rows].astype(np.float32).ravel())
-    distance = mesh.attributes.new("distance", 'FLOAT', 'POINT')
+    distance = mesh.attributes.new("distance", "FLOAT", "POINT")
     distance.data.foreach_set("value", hits.distance[rows].astype(np.float32))
-    target = mesh.attributes.new("target_index", 'INT', 'POINT')
+    target = mesh.attributes.new("target_index", "INT", "POINT")
     target.data.foreach_set("value", hits.target[rows].astype(np.int32))
     mesh.update()
     point_cloud = bpy.data.objects.new(name, mesh)
@@ -107,10 +111,17 @@ def write_cast_markers(scene, contact, target_name: str, radius: float) -> list:
     """Two empties for a sphere-cast contact: a sphere of the cast radius at the moving
     centre, and an arrow along the target normal at the contact point."""
     collection = hits_collection(scene)
-    centre = new_marker(collection, f"{target_name} cast centre", contact.center, contact.normal,
-                        'SPHERE', radius)
-    point = new_marker(collection, f"{target_name} cast contact", contact.point, contact.normal,
-                       'SINGLE_ARROW', max(radius, 1e-3))
+    centre = new_marker(
+        collection, f"{target_name} cast centre", contact.center, contact.normal, "SPHERE", radius
+    )
+    point = new_marker(
+        collection,
+        f"{target_name} cast contact",
+        contact.point,
+        contact.normal,
+        "SINGLE_ARROW",
+        max(radius, 1e-3),
+    )
     for marker, location in ((centre, contact.center), (point, contact.point)):
         marker["distance"] = contact.distance
         marker["target"] = target_name
@@ -127,7 +138,7 @@ def remove_created() -> int:
     """Remove every object, mesh and collection the add-on created; returns the number of
     objects removed. A tagged collection that still holds someone else's objects stays."""
     objects = created_objects()
-    meshes = {obj.data for obj in objects if obj.type == 'MESH' and TAG in obj.data}
+    meshes = {obj.data for obj in objects if obj.type == "MESH" and TAG in obj.data}
     for obj in objects:
         bpy.data.objects.remove(obj, do_unlink=True)
     for mesh in meshes:
@@ -141,4 +152,5 @@ def remove_created() -> int:
 
 def anything_created() -> bool:
     return any(TAG in obj for obj in bpy.data.objects) or any(
-        TAG in collection for collection in bpy.data.collections)
+        TAG in collection for collection in bpy.data.collections
+    )

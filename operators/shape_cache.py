@@ -51,6 +51,7 @@ heights together, least recently used evicted first; a terrain larger than the w
 mapping hands in (a Heightfield's heights and diagonals) are made read-only, since every
 later query shares them.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -59,7 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 MAX_ENTRIES = 8
-MAX_BYTES = 96 * 2 ** 20
+MAX_BYTES = 96 * 2**20
 
 
 def read_corner_attribute(mesh, name: str) -> np.ndarray:
@@ -101,23 +102,27 @@ TOPOLOGY = {
 
 def _same_bits(first: np.ndarray, second: np.ndarray) -> bool:
     """True when two 4-byte arrays hold exactly the same bytes."""
-    return first.shape == second.shape and np.array_equal(first.view(np.uint32),
-                                                          second.view(np.uint32))
+    return first.shape == second.shape and np.array_equal(
+        first.view(np.uint32), second.view(np.uint32)
+    )
 
 
 @dataclass(frozen=True)
 class Fingerprint:
     """Copies of the positions and of the topology arrays ``TOPOLOGY[depends_on]`` reads."""
 
-    depends_on: str            # a key of TOPOLOGY
-    positions: np.ndarray      # (vertices * 3,) float32
-    topology: tuple            # int32 arrays, one per reader of TOPOLOGY[depends_on]
+    depends_on: str  # a key of TOPOLOGY
+    positions: np.ndarray  # (vertices * 3,) float32
+    topology: tuple  # int32 arrays, one per reader of TOPOLOGY[depends_on]
 
     @classmethod
     def read(cls, mesh, positions: np.ndarray, depends_on: str) -> "Fingerprint":
         """``mesh``'s fingerprint; ``positions`` are its float32 positions, already read."""
-        return cls(depends_on, np.array(positions, dtype=np.float32).ravel(),
-                   tuple(read(mesh) for read in TOPOLOGY[depends_on]))
+        return cls(
+            depends_on,
+            np.array(positions, dtype=np.float32).ravel(),
+            tuple(read(mesh) for read in TOPOLOGY[depends_on]),
+        )
 
     @property
     def nbytes(self) -> int:
@@ -129,7 +134,8 @@ class Fingerprint:
         most edits; each topology array is read only while everything before it matched."""
         return _same_bits(self.positions, positions.reshape(-1)) and all(
             _same_bits(stored, read(mesh))
-            for stored, read in zip(self.topology, TOPOLOGY[self.depends_on]))
+            for stored, read in zip(self.topology, TOPOLOGY[self.depends_on])
+        )
 
     def only_triangles_and_quads(self) -> bool:
         """True when no face has more than four corners (at most two triangles per face);
@@ -185,8 +191,7 @@ class ShapeCache:
         dependent value of a mesh with faces of five or more corners is not stored (their
         triangulation may depend on cached face normals)."""
         self._entries.pop(name, None)
-        if fingerprint.depends_on == "TRIANGULATION" and \
-                not fingerprint.only_triangles_and_quads():
+        if fingerprint.depends_on == "TRIANGULATION" and not fingerprint.only_triangles_and_quads():
             return
         for array in value_arrays:
             array.setflags(write=False)

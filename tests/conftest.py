@@ -1,5 +1,6 @@
 """Shared test set-up: the repository root is importable (``import core``), and under CI a
 skipped test is a failure (a skipped Blender test would hide a broken install)."""
+
 import os
 import sys
 

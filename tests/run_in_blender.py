@@ -1,6 +1,7 @@
 """Run the test suite inside a Blender binary (or any Python where ``import bpy`` works).
 
-    blender -b --factory-startup --python-exit-code 1 --python tests/run_in_blender.py -- [pytest args]
+    blender -b --factory-startup --python-exit-code 1 \
+        --python tests/run_in_blender.py -- [pytest args]
     .venv/bin/python tests/run_in_blender.py [--] [pytest args]     (bpy as a module: the same)
 
 Arguments after ``--`` go to pytest unchanged; paths in them are relative to the repository
@@ -21,6 +22,7 @@ Nothing here touches BLENDER_USER_RESOURCES: inside Blender, bpy is already impo
 tests/blender/conftest.py leaves it alone; with bpy as a module, conftest sets it before
 importing bpy, as in a plain `pytest` run.
 """
+
 import os
 import sys
 
@@ -29,7 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def pytest_args(argv):
     """Everything after ``--`` (Blender puts its own arguments before it), else argv[1:]."""
-    return argv[argv.index("--") + 1:] if "--" in argv else argv[1:]
+    return argv[argv.index("--") + 1 :] if "--" in argv else argv[1:]
 
 
 def main():
@@ -39,7 +41,8 @@ def main():
         raise SystemExit(
             f"run_in_blender: pytest is not installed for this Python ({sys.executable}).\n"
             f"Install the test dependencies into it: {sys.executable} -m pip install "
-            "pytest hypothesis mpmath") from None
+            "pytest hypothesis mpmath"
+        ) from None
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)
     os.chdir(ROOT)

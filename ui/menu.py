@@ -1,5 +1,6 @@
 """Object > Geometry Queries: every operator in one submenu of the 3D viewport's Object
 menu, so menu search (F3) finds them all."""
+
 import bpy
 
 

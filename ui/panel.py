@@ -5,6 +5,7 @@ Recognising a 512x512 terrain takes ~0.1 s, too slow for every redraw of the sid
 the panel keeps its descriptions until the next depsgraph update (any edit, modifier change,
 transform, frame change or file load empties it): they never outlive the evaluated data they
 describe. The operators never use this; they always recognise afresh."""
+
 import bpy
 from bpy.app.handlers import persistent
 
@@ -13,7 +14,7 @@ from ..operators.properties import FIRE_RAY_SETTINGS
 
 MAX_LISTED_OBJECTS = 8
 
-_descriptions = {}   # object name -> (recognised, text), valid until the next depsgraph update
+_descriptions = {}  # object name -> (recognised, text), valid until the next depsgraph update
 
 
 @persistent
@@ -31,8 +32,8 @@ def describe(obj, depsgraph):
 class GeometryQueriesSidebar:
     """Where every panel of the add-on lives."""
 
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
     bl_category = "Geometry Queries"
 
 
@@ -45,16 +46,16 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
         self.draw_targets(layout.box(), context)
 
         box = layout.box()
-        box.label(text="Rays", icon='LIGHT_SUN')
+        box.label(text="Rays", icon="LIGHT_SUN")
         column = box.column(align=True)
         column.prop(settings, "direction_source", text="")
         column.prop(settings, "max_distance")
         box.prop(settings, "pattern", expand=True)
-        if settings.pattern == 'FAN':
+        if settings.pattern == "FAN":
             column = box.column(align=True)
             column.prop(settings, "fan_count")
             column.prop(settings, "fan_angle")
-        elif settings.pattern == 'GRID':
+        elif settings.pattern == "GRID":
             column = box.column(align=True)
             column.prop(settings, "grid_rows")
             column.prop(settings, "grid_columns")
@@ -62,24 +63,24 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
         column = box.column(align=True)
         column.prop(settings, "output")
         column.prop(settings, "marker_size")
-        fire = box.operator("geometry_queries.fire_ray", icon='TRACKING_FORWARDS')
+        fire = box.operator("geometry_queries.fire_ray", icon="TRACKING_FORWARDS")
         for name in FIRE_RAY_SETTINGS:
             setattr(fire, name, getattr(settings, name))
 
         box = layout.box()
-        box.label(text="Sphere Cast", icon='SPHERE')
+        box.label(text="Sphere Cast", icon="SPHERE")
         box.prop(settings, "cast_radius")
-        cast = box.operator("geometry_queries.sphere_cast", icon='SPHERE')
+        cast = box.operator("geometry_queries.sphere_cast", icon="SPHERE")
         cast.radius = settings.cast_radius
         cast.max_distance = settings.max_distance
 
-        layout.operator("geometry_queries.clear_hits", icon='TRASH')
+        layout.operator("geometry_queries.clear_hits", icon="TRASH")
         if settings.last_result:
-            layout.label(text=settings.last_result, icon='INFO')
+            layout.label(text=settings.last_result, icon="INFO")
 
     @staticmethod
     def draw_targets(box, context):
-        box.label(text="Selected Targets", icon='RESTRICT_SELECT_OFF')
+        box.label(text="Selected Targets", icon="RESTRICT_SELECT_OFF")
         objects = context.selected_objects
         if not objects:
             box.label(text="Nothing selected")
@@ -88,8 +89,7 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
         column = box.column(align=True)
         for obj in objects[:MAX_LISTED_OBJECTS]:
             recognized, text = describe(obj, depsgraph)
-            column.label(text=f"{obj.name}: {text}",
-                         icon='CHECKMARK' if recognized else 'ERROR')
+            column.label(text=f"{obj.name}: {text}", icon="CHECKMARK" if recognized else "ERROR")
         if len(objects) > MAX_LISTED_OBJECTS:
             column.label(text=f"... and {len(objects) - MAX_LISTED_OBJECTS} more")
 

@@ -3,6 +3,7 @@
 Its ray and cast settings use the operators' own property definitions
 (operators/properties.py); the panel's buttons copy them into the operator call, so the
 panel, F3 and scripts all run the same operator code."""
+
 import bpy
 from bpy.props import PointerProperty, StringProperty
 
@@ -21,8 +22,9 @@ class GeometryQueriesSettings(bpy.types.PropertyGroup):
     output: properties.output_property()
     marker_size: properties.marker_size_property()
     cast_radius: properties.cast_radius_property()
-    last_result: StringProperty(name="Last Result",
-                                description="What the last query found", default="")
+    last_result: StringProperty(
+        name="Last Result", description="What the last query found", default=""
+    )
 
 
 def register():

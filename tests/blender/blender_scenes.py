@@ -3,6 +3,7 @@
 The references solve each query from scratch (a quadratic for the ellipsoid, side and caps
 for the cylinder, Moeller-Trumbore over the evaluated mesh's own loop triangles for the
 terrain), so they share no code with ``core``."""
+
 import bpy
 import numpy as np
 
@@ -11,38 +12,63 @@ TAG = "geometry_queries"
 
 # ---------------------------------------------------------------------------- scenes
 
+
 def placed(obj, name, location, rotation, scale):
     """Name ``obj`` and give it an object transform (the primitives' own ``scale`` argument
     would scale the mesh data instead, and a squashed sphere mesh is no sphere)."""
     obj.name = name
     obj.location, obj.rotation_euler, obj.scale = location, rotation, scale
-    bpy.context.view_layer.update()   # matrix_world follows
+    bpy.context.view_layer.update()  # matrix_world follows
     return obj
 
 
-def add_uv_sphere(name="Sphere", radius=1.0, location=(0, 0, 0), rotation=(0, 0, 0),
-                  scale=(1, 1, 1), segments=32, rings=16):
+def add_uv_sphere(
+    name="Sphere",
+    radius=1.0,
+    location=(0, 0, 0),
+    rotation=(0, 0, 0),
+    scale=(1, 1, 1),
+    segments=32,
+    rings=16,
+):
     bpy.ops.mesh.primitive_uv_sphere_add(segments=segments, ring_count=rings, radius=radius)
     return placed(bpy.context.object, name, location, rotation, scale)
 
 
-def add_cylinder(name="Cylinder", radius=1.0, depth=2.0, location=(0, 0, 0), rotation=(0, 0, 0),
-                 scale=(1, 1, 1), vertices=32, end_fill_type='NGON'):
-    bpy.ops.mesh.primitive_cylinder_add(vertices=vertices, radius=radius, depth=depth,
-                                        end_fill_type=end_fill_type)
+def add_cylinder(
+    name="Cylinder",
+    radius=1.0,
+    depth=2.0,
+    location=(0, 0, 0),
+    rotation=(0, 0, 0),
+    scale=(1, 1, 1),
+    vertices=32,
+    end_fill_type="NGON",
+):
+    bpy.ops.mesh.primitive_cylinder_add(
+        vertices=vertices, radius=radius, depth=depth, end_fill_type=end_fill_type
+    )
     return placed(bpy.context.object, name, location, rotation, scale)
 
 
-def add_displaced_grid(name="Terrain", vertices_per_side=9, size=2.0, strength=0.4,
-                       location=(0, 0, 0), rotation=(0, 0, 0), scale=(1, 1, 1)):
+def add_displaced_grid(
+    name="Terrain",
+    vertices_per_side=9,
+    size=2.0,
+    strength=0.4,
+    location=(0, 0, 0),
+    rotation=(0, 0, 0),
+    scale=(1, 1, 1),
+):
     """A Grid primitive with a Displace modifier (cloud texture; displaces along the normal,
     i.e. z, so the XY lattice stays regular)."""
-    bpy.ops.mesh.primitive_grid_add(x_subdivisions=vertices_per_side - 1,
-                                    y_subdivisions=vertices_per_side - 1, size=size)
+    bpy.ops.mesh.primitive_grid_add(
+        x_subdivisions=vertices_per_side - 1, y_subdivisions=vertices_per_side - 1, size=size
+    )
     obj = placed(bpy.context.object, name, location, rotation, scale)
-    texture = bpy.data.textures.new(f"{name} clouds", 'CLOUDS')
+    texture = bpy.data.textures.new(f"{name} clouds", "CLOUDS")
     texture.noise_scale = 0.6
-    displace = obj.modifiers.new("Displace", 'DISPLACE')
+    displace = obj.modifiers.new("Displace", "DISPLACE")
     displace.texture = texture
     displace.strength = strength
     return obj
@@ -58,18 +84,19 @@ def select_only(*objects):
 def snapshot():
     """Everything a failed operator must leave alone: object, collection and mesh names,
     and which objects each collection holds."""
-    return (sorted(obj.name for obj in bpy.data.objects),
-            sorted((c.name, tuple(sorted(o.name for o in c.objects)))
-                   for c in bpy.data.collections),
-            sorted(mesh.name for mesh in bpy.data.meshes))
+    return (
+        sorted(obj.name for obj in bpy.data.objects),
+        sorted((c.name, tuple(sorted(o.name for o in c.objects))) for c in bpy.data.collections),
+        sorted(mesh.name for mesh in bpy.data.meshes),
+    )
 
 
 def created_markers():
-    return [obj for obj in bpy.data.objects if TAG in obj and obj.type == 'EMPTY']
+    return [obj for obj in bpy.data.objects if TAG in obj and obj.type == "EMPTY"]
 
 
 def created_point_meshes():
-    return [obj for obj in bpy.data.objects if TAG in obj and obj.type == 'MESH']
+    return [obj for obj in bpy.data.objects if TAG in obj and obj.type == "MESH"]
 
 
 def float32(values):
@@ -88,16 +115,20 @@ def world_matrix(obj):
 
 def marker_result(marker):
     """(distance, point, normal) stored on a hit empty, all float64."""
-    return (marker["distance"], np.array(marker["point"], dtype=np.float64),
-            np.array(marker["normal"], dtype=np.float64))
+    return (
+        marker["distance"],
+        np.array(marker["point"], dtype=np.float64),
+        np.array(marker["normal"], dtype=np.float64),
+    )
 
 
 def fire_single_ray(origin, direction, **options):
     """Fire one ray through the operator; the one new hit empty's (distance, point,
     normal, target), or None when it missed."""
     before = {obj.name for obj in created_markers()}
-    bpy.ops.geometry_queries.fire_ray(origin=origin, direction=direction, pattern='SINGLE',
-                                      output='EMPTIES', **options)
+    bpy.ops.geometry_queries.fire_ray(
+        origin=origin, direction=direction, pattern="SINGLE", output="EMPTIES", **options
+    )
     new = [obj for obj in created_markers() if obj.name not in before]
     assert len(new) <= 1
     if not new:
@@ -109,7 +140,8 @@ def blender_ray_cast(origin, direction, distance=1e4):
     """Blender's own scene.ray_cast: (distance, unit normal) or None."""
     depsgraph = bpy.context.evaluated_depsgraph_get()
     found, location, normal, _, _, _ = bpy.context.scene.ray_cast(
-        depsgraph, tuple(origin), tuple(direction), distance=distance)
+        depsgraph, tuple(origin), tuple(direction), distance=distance
+    )
     if not found:
         return None
     return float(np.linalg.norm(np.array(location) - origin)), unit(normal)
@@ -118,6 +150,7 @@ def blender_ray_cast(origin, direction, distance=1e4):
 # ---------------------------------------------------------------------------- references
 # A world ray o + t d (|d| = 1) is the local ray M^-1 o + t L^-1 d with the SAME parameter t,
 # because the placement is affine; so local solutions are world distances directly.
+
 
 def _local_ray(matrix, origin, direction):
     inverse = np.linalg.inv(matrix)
@@ -155,7 +188,7 @@ def ray_cylinder(matrix, radius, depth, origin, direction):
     a = d[0] ** 2 + d[1] ** 2
     if a > 0:
         b = 2.0 * (o[0] * d[0] + o[1] * d[1])
-        c = o[0] ** 2 + o[1] ** 2 - radius ** 2
+        c = o[0] ** 2 + o[1] ** 2 - radius**2
         discriminant = b * b - 4 * a * c
         if discriminant >= 0:
             root = np.sqrt(discriminant)
@@ -167,7 +200,7 @@ def ray_cylinder(matrix, radius, depth, origin, direction):
         for z in (-half, half):
             t = (z - o[2]) / d[2]
             p = o + t * d
-            if t >= 0 and p[0] ** 2 + p[1] ** 2 <= radius ** 2:
+            if t >= 0 and p[0] ** 2 + p[1] ** 2 <= radius**2:
                 candidates.append((t, np.array([0.0, 0.0, np.sign(z)])))
     if not candidates:
         return None

@@ -5,6 +5,7 @@ is written to the user's Blender configuration. The add-on is imported from this
 as the package ``geometry_queries`` (through a symlink, whatever the checkout's folder is
 called) and registered once per session; every test starts from empty factory settings.
 """
+
 import os
 import sys
 import tempfile

@@ -8,6 +8,7 @@ Run in its own process, with its own BLENDER_USER_RESOURCES (the test sets it; r
 a temporary directory is used), so the extension repository it installs into is empty and
 nothing clashes with the dev copy of the add-on that the test session registers.
 """
+
 import json
 import os
 import sys
@@ -25,7 +26,7 @@ MODULE = f"bl_ext.{REPO}.{PKG_ID}"
 
 def script_args():
     """Arguments after ``--`` (Blender binary) or after the script name (Python)."""
-    return sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else sys.argv[1:]
+    return sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else sys.argv[1:]
 
 
 def registered_state():
@@ -37,8 +38,10 @@ def registered_state():
         "modules": sorted(name for name in sys.modules if name.startswith(MODULE)),
         "addon_enabled": MODULE in bpy.context.preferences.addons,
         "object_menu_entries": [
-            func.__module__ for func in getattr(bpy.types.VIEW3D_MT_object.draw, "_draw_funcs", ())
-            if func.__module__.startswith(MODULE)],
+            func.__module__
+            for func in getattr(bpy.types.VIEW3D_MT_object.draw, "_draw_funcs", ())
+            if func.__module__.startswith(MODULE)
+        ],
     }
 
 
@@ -65,18 +68,24 @@ def fire_one_ray():
 def main():
     (zip_path,) = script_args()
     repo = next(r for r in bpy.context.preferences.extensions.repos if r.module == REPO)
-    observed = {"user_resources": os.environ["BLENDER_USER_RESOURCES"],
-                "repo_directory": repo.directory,
-                "before": registered_state()}
+    observed = {
+        "user_resources": os.environ["BLENDER_USER_RESOURCES"],
+        "repo_directory": repo.directory,
+        "before": registered_state(),
+    }
 
-    observed["install"] = sorted(bpy.ops.extensions.package_install_files(
-        filepath=os.path.abspath(zip_path), repo=REPO, enable_on_install=True))
+    observed["install"] = sorted(
+        bpy.ops.extensions.package_install_files(
+            filepath=os.path.abspath(zip_path), repo=REPO, enable_on_install=True
+        )
+    )
     observed["installed"] = registered_state()
     observed["installed_files"] = sorted(os.listdir(os.path.join(repo.directory, PKG_ID)))
     observed["fire_ray"] = fire_one_ray()
 
-    observed["uninstall"] = sorted(bpy.ops.extensions.package_uninstall(
-        repo_directory=repo.directory, pkg_id=PKG_ID))
+    observed["uninstall"] = sorted(
+        bpy.ops.extensions.package_uninstall(repo_directory=repo.directory, pkg_id=PKG_ID)
+    )
     observed["uninstalled"] = registered_state()
     observed["package_dir_left"] = os.path.exists(os.path.join(repo.directory, PKG_ID))
     import bl_ext

@@ -1,10 +1,9 @@
 """Failed operators leave the scene exactly as it was (and raise RuntimeError when called
 from Python); undo removes what a query created."""
+
 import bpy
 import pytest
-
-from blender_scenes import (add_cylinder, add_uv_sphere, created_markers, select_only,
-                            snapshot)
+from blender_scenes import add_cylinder, add_uv_sphere, created_markers, select_only, snapshot
 
 
 @pytest.fixture
@@ -33,16 +32,18 @@ def test_nothing_selected(sphere_and_cube):
 
 def test_cube_selected_names_the_cube_and_why(sphere_and_cube):
     sphere, cube = sphere_and_cube
-    select_only(sphere, cube)   # the sphere alone would work: still nothing is written
+    select_only(sphere, cube)  # the sphere alone would work: still nothing is written
     assert_fails_and_changes_nothing(
         lambda: bpy.ops.geometry_queries.fire_ray(origin=(3, 0, 0), direction=(0, 0, -1)),
-        "Cube is not a supported shape: .*only 4 vertices per circle")
+        "Cube is not a supported shape: .*only 4 vertices per circle",
+    )
 
 
 def test_zero_direction(sphere_and_cube):
     assert_fails_and_changes_nothing(
         lambda: bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, 0)),
-        "direction must be a non-zero vector")
+        "direction must be a non-zero vector",
+    )
 
 
 def test_zero_scale_names_the_object(sphere_and_cube):
@@ -50,14 +51,16 @@ def test_zero_scale_names_the_object(sphere_and_cube):
     sphere.scale = (1.0, 0.0, 1.0)
     assert_fails_and_changes_nothing(
         lambda: bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1)),
-        "Sphere cannot be queried: matrix is singular")
+        "Sphere cannot be queried: matrix is singular",
+    )
 
 
 def test_view_direction_without_a_3d_view(sphere_and_cube):
-    assert bpy.context.area is None   # headless: no editor to take a view from
+    assert bpy.context.area is None  # headless: no editor to take a view from
     assert_fails_and_changes_nothing(
-        lambda: bpy.ops.geometry_queries.fire_ray(direction_source='VIEW'),
-        "needs a 3D viewport.*pass direction=")
+        lambda: bpy.ops.geometry_queries.fire_ray(direction_source="VIEW"),
+        "needs a 3D viewport.*pass direction=",
+    )
 
 
 def test_sphere_cast_at_a_cylinder_is_not_supported_yet(sphere_and_cube):
@@ -65,7 +68,8 @@ def test_sphere_cast_at_a_cylinder_is_not_supported_yet(sphere_and_cube):
     select_only(cylinder)
     assert_fails_and_changes_nothing(
         lambda: bpy.ops.geometry_queries.sphere_cast(start=(0, 0, 0), end=(0, 0, -10)),
-        r"Sphere Cast supports sphere targets only so far; not yet: Cylinder \(cylinder\)")
+        r"Sphere Cast supports sphere targets only so far; not yet: Cylinder \(cylinder\)",
+    )
 
 
 def test_sphere_cast_at_a_non_uniformly_scaled_sphere(sphere_and_cube):
@@ -73,14 +77,15 @@ def test_sphere_cast_at_a_non_uniformly_scaled_sphere(sphere_and_cube):
     sphere.scale = (1.0, 1.0, 2.0)
     assert_fails_and_changes_nothing(
         lambda: bpy.ops.geometry_queries.sphere_cast(start=(0, 0, 0), end=(0, 0, -10)),
-        "Sphere: sphere_cast needs a placement without non-uniform scale")
+        "Sphere: sphere_cast needs a placement without non-uniform scale",
+    )
 
 
 def test_edit_mode_is_refused_by_poll(sphere_and_cube):
-    bpy.ops.object.mode_set(mode='EDIT')
+    bpy.ops.object.mode_set(mode="EDIT")
     assert not bpy.ops.geometry_queries.fire_ray.poll()
     assert_fails_and_changes_nothing(bpy.ops.geometry_queries.fire_ray, "Object Mode")
-    bpy.ops.object.mode_set(mode='OBJECT')
+    bpy.ops.object.mode_set(mode="OBJECT")
 
 
 def test_clear_hits_with_nothing_to_clear(empty_scene):
@@ -88,12 +93,24 @@ def test_clear_hits_with_nothing_to_clear(empty_scene):
     assert_fails_and_changes_nothing(bpy.ops.geometry_queries.clear_hits, "Nothing to clear")
 
 
-@pytest.mark.parametrize("operator, arguments", [
-    ("fire_ray", dict(origin=(0, 0, 0), direction=(0, 0, -1), pattern='FAN', fan_count=9)),
-    ("fire_ray", dict(origin=(0, 0, 0), direction=(0, 0, -1), pattern='GRID', grid_rows=20,
-                      grid_columns=20, output='POINT_MESH')),
-    ("sphere_cast", dict(start=(0, 0, 0), end=(0, 0, -10), radius=0.5)),
-])
+@pytest.mark.parametrize(
+    "operator, arguments",
+    [
+        ("fire_ray", dict(origin=(0, 0, 0), direction=(0, 0, -1), pattern="FAN", fan_count=9)),
+        (
+            "fire_ray",
+            dict(
+                origin=(0, 0, 0),
+                direction=(0, 0, -1),
+                pattern="GRID",
+                grid_rows=20,
+                grid_columns=20,
+                output="POINT_MESH",
+            ),
+        ),
+        ("sphere_cast", dict(start=(0, 0, 0), end=(0, 0, -10), radius=0.5)),
+    ],
+)
 def test_undo_removes_the_hits(empty_scene, operator, arguments):
     """Headless, Blender has no undo stack until ``ed.undo_push`` creates one, and operators
     called from Python push an undo step only when asked (the second positional argument,
@@ -102,7 +119,7 @@ def test_undo_removes_the_hits(empty_scene, operator, arguments):
     select_only(sphere)
     bpy.ops.ed.undo_push(message="Scene ready")
     before = snapshot()
-    getattr(bpy.ops.geometry_queries, operator)('EXEC_DEFAULT', True, **arguments)
+    getattr(bpy.ops.geometry_queries, operator)("EXEC_DEFAULT", True, **arguments)
     after = snapshot()
     assert after != before
     bpy.ops.ed.undo()
@@ -117,7 +134,7 @@ def test_undo_of_clear_hits_brings_them_back(empty_scene):
     bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1))
     bpy.ops.ed.undo_push(message="Hit")
     with_hits = snapshot()
-    bpy.ops.geometry_queries.clear_hits('EXEC_DEFAULT', True)
+    bpy.ops.geometry_queries.clear_hits("EXEC_DEFAULT", True)
     assert created_markers() == []
     bpy.ops.ed.undo()
     assert snapshot() == with_hits
@@ -131,16 +148,16 @@ def test_redo_with_edited_properties_replaces_the_result(empty_scene):
     select_only(sphere)
     empty_scene.cursor.location = (0.0, 0.0, 0.0)
     bpy.ops.ed.undo_push(message="Scene ready")
-    bpy.ops.geometry_queries.fire_ray('EXEC_DEFAULT', True)
+    bpy.ops.geometry_queries.fire_ray("EXEC_DEFAULT", True)
     last = bpy.context.window_manager.operators[-1]
     assert last.bl_idname == "GEOMETRY_QUERIES_OT_fire_ray"
     assert last.properties.is_property_set("origin") and tuple(last.direction) == (0, 0, -1)
     last.origin = (0.0, 0.0, 2.0)
-    last.pattern, last.fan_count = 'FAN', 3
-    area = next(a for a in bpy.context.screen.areas if a.type == 'VIEW_3D')
-    region = next(r for r in area.regions if r.type == 'WINDOW')
+    last.pattern, last.fan_count = "FAN", 3
+    area = next(a for a in bpy.context.screen.areas if a.type == "VIEW_3D")
+    region = next(r for r in area.regions if r.type == "WINDOW")
     with bpy.context.temp_override(area=area, region=region):
         bpy.ops.ed.undo_redo()
     (marker,) = created_markers()
-    assert marker["distance"] == pytest.approx(6.0, abs=1e-9)   # from the new origin only
+    assert marker["distance"] == pytest.approx(6.0, abs=1e-9)  # from the new origin only
     assert bpy.context.scene.geometry_queries.last_result.startswith("1 of 3 rays hit")

@@ -1,13 +1,24 @@
 """Fire Ray through the real operator: exact hits on transformed spheres and cylinders
 (against independent float64 references, 1e-9), agreement with Blender's scene.ray_cast
 within the tessellation, patterns, nearest-target selection, outputs and defaults."""
+
 import bpy
 import numpy as np
 import pytest
-
 from blender_scenes import (
-    add_cylinder, add_uv_sphere, blender_ray_cast, created_markers, created_point_meshes,
-    fire_single_ray, float32, ray_cylinder, ray_ellipsoid, select_only, unit, world_matrix)
+    add_cylinder,
+    add_uv_sphere,
+    blender_ray_cast,
+    created_markers,
+    created_point_meshes,
+    fire_single_ray,
+    float32,
+    ray_cylinder,
+    ray_ellipsoid,
+    select_only,
+    unit,
+    world_matrix,
+)
 
 SPHERE_RADIUS = 1.5
 CYLINDER_RADIUS, CYLINDER_DEPTH = 0.75, 2.5
@@ -50,8 +61,12 @@ def assert_agrees_with_blender(found, origin, direction, matrix, tessellation):
 
 
 def test_hits_on_rotated_translated_non_uniformly_scaled_uv_sphere(empty_scene):
-    sphere = add_uv_sphere(radius=SPHERE_RADIUS, location=(0.5, -1.0, 2.0),
-                           rotation=(0.3, -0.7, 1.1), scale=(1.0, 2.0, 0.5))
+    sphere = add_uv_sphere(
+        radius=SPHERE_RADIUS,
+        location=(0.5, -1.0, 2.0),
+        rotation=(0.3, -0.7, 1.1),
+        scale=(1.0, 2.0, 0.5),
+    )
     select_only(sphere)
     matrix = world_matrix(sphere)
     for origin, direction in rays_towards((0.5, -1.0, 2.0), 8, 9.0, seed=1):
@@ -65,9 +80,14 @@ def test_hits_on_rotated_translated_non_uniformly_scaled_uv_sphere(empty_scene):
 
 
 def test_hits_on_rotated_translated_non_uniformly_scaled_cylinder(empty_scene):
-    cylinder = add_cylinder(radius=CYLINDER_RADIUS, depth=CYLINDER_DEPTH, vertices=48,
-                            location=(-2.0, 1.0, 0.5), rotation=(0.9, 0.2, -0.4),
-                            scale=(1.5, 0.8, 1.2))
+    cylinder = add_cylinder(
+        radius=CYLINDER_RADIUS,
+        depth=CYLINDER_DEPTH,
+        vertices=48,
+        location=(-2.0, 1.0, 0.5),
+        rotation=(0.9, 0.2, -0.4),
+        scale=(1.5, 0.8, 1.2),
+    )
     select_only(cylinder)
     matrix = world_matrix(cylinder)
     side = cap = 0
@@ -76,20 +96,20 @@ def test_hits_on_rotated_translated_non_uniformly_scaled_cylinder(empty_scene):
         found = fire_single_ray(origin, direction)
         expected = ray_cylinder(matrix, CYLINDER_RADIUS, CYLINDER_DEPTH, origin, direction)
         assert_same_hit(found, expected)
-        local_normal = unit(matrix[:3, :3].T @ expected[2])   # L^T n_world is along n_local
+        local_normal = unit(matrix[:3, :3].T @ expected[2])  # L^T n_world is along n_local
         if abs(local_normal[2]) < 1e-9:
             side += 1
         else:
             cap += 1
         assert_agrees_with_blender(found, origin, direction, matrix, tessellation=0.03)
-    assert side >= 3 and cap >= 1   # both the curved side and the caps are tested
+    assert side >= 3 and cap >= 1  # both the curved side and the caps are tested
 
 
 def test_ray_from_the_3d_cursor_by_default(empty_scene):
     sphere = add_uv_sphere(radius=1.0, location=(3.0, 0.0, 0.0))
     select_only(sphere)
     empty_scene.cursor.location = (3.0, 0.0, 5.0)
-    empty_scene.cursor.rotation_euler = (0.0, 0.0, 0.0)   # -Z looks straight down
+    empty_scene.cursor.rotation_euler = (0.0, 0.0, 0.0)  # -Z looks straight down
     bpy.ops.geometry_queries.fire_ray()
     (marker,) = created_markers()
     assert marker["distance"] == pytest.approx(4.0, abs=1e-9)
@@ -112,11 +132,11 @@ def test_view_direction_comes_from_the_3d_view_the_operator_runs_in(empty_scene)
 
     sphere = add_uv_sphere(radius=1.0, location=(5.0, 0.0, 0.0))
     select_only(sphere)
-    area = next(a for a in bpy.context.screen.areas if a.type == 'VIEW_3D')
-    region = next(r for r in area.regions if r.type == 'WINDOW')
+    area = next(a for a in bpy.context.screen.areas if a.type == "VIEW_3D")
+    region = next(r for r in area.regions if r.type == "WINDOW")
     area.spaces.active.region_3d.view_rotation = Quaternion((0.0, 1.0, 0.0), -np.pi / 2)
     with bpy.context.temp_override(area=area, region=region):
-        bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction_source='VIEW')
+        bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction_source="VIEW")
     (marker,) = created_markers()
     assert marker["distance"] == pytest.approx(4.0, abs=1e-6)
     np.testing.assert_allclose(marker["normal"], (-1.0, 0.0, 0.0), atol=1e-6)
@@ -149,21 +169,31 @@ def test_earlier_results_among_the_selection_are_not_targets(empty_scene):
 def test_fan_fires_the_requested_number_of_rays_within_the_cone(empty_scene):
     big = add_uv_sphere(radius=50.0, location=(0.0, 0.0, -100.0))
     select_only(big)
-    bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1), pattern='FAN',
-                                      fan_count=37, fan_angle=np.radians(40.0))
+    bpy.ops.geometry_queries.fire_ray(
+        origin=(0, 0, 0),
+        direction=(0, 0, -1),
+        pattern="FAN",
+        fan_count=37,
+        fan_angle=np.radians(40.0),
+    )
     assert empty_scene.geometry_queries.last_result.startswith("37 of 37 rays hit")
     markers = created_markers()
     assert len(markers) == 37
     angles = [np.degrees(np.arccos(-unit(m["point"])[2])) for m in markers]
-    assert max(angles) == pytest.approx(20.0, abs=1e-6)   # the rim: half the apex angle
-    assert min(angles) == pytest.approx(0.0, abs=1e-6)    # the axis
+    assert max(angles) == pytest.approx(20.0, abs=1e-6)  # the rim: half the apex angle
+    assert min(angles) == pytest.approx(0.0, abs=1e-6)  # the axis
 
 
 def test_fan_rays_outside_the_target_miss(empty_scene):
     sphere = add_uv_sphere(radius=1.0, location=(0.0, 0.0, -10.0))
     select_only(sphere)
-    bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1), pattern='FAN',
-                                      fan_count=200, fan_angle=np.radians(30.0))
+    bpy.ops.geometry_queries.fire_ray(
+        origin=(0, 0, 0),
+        direction=(0, 0, -1),
+        pattern="FAN",
+        fan_count=200,
+        fan_angle=np.radians(30.0),
+    )
     # The sphere subtends a cone of half-angle asin(1/10): solid-angle fraction of the fan.
     expected = 200 * (1 - np.cos(np.arcsin(0.1))) / (1 - np.cos(np.radians(15.0)))
     hit = int(empty_scene.geometry_queries.last_result.split(" of ")[0])
@@ -173,8 +203,14 @@ def test_fan_rays_outside_the_target_miss(empty_scene):
 def test_grid_fires_rows_times_columns_parallel_rays_over_the_width(empty_scene):
     big = add_uv_sphere(radius=50.0, location=(0.0, 0.0, -60.0))
     select_only(big)
-    bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1), pattern='GRID',
-                                      grid_rows=5, grid_columns=7, grid_width=3.0)
+    bpy.ops.geometry_queries.fire_ray(
+        origin=(0, 0, 0),
+        direction=(0, 0, -1),
+        pattern="GRID",
+        grid_rows=5,
+        grid_columns=7,
+        grid_width=3.0,
+    )
     assert empty_scene.geometry_queries.last_result.startswith("35 of 35 rays hit")
     points = np.array([m["point"] for m in created_markers()])
     assert len(points) == 35
@@ -188,24 +224,40 @@ def test_each_ray_keeps_its_nearest_hit_over_all_targets(empty_scene, addon):
 
     near = add_uv_sphere(name="Near", radius=1.0, location=(0.0, 0.0, -3.0))
     far = add_uv_sphere(name="Far", radius=2.0, location=(0.5, 0.0, -8.0), scale=(1, 1.5, 1))
-    tube = add_cylinder(name="Tube", radius=0.5, depth=6.0, location=(1.5, 0.0, -5.0),
-                        rotation=(np.pi / 2, 0.0, 0.0))
+    tube = add_cylinder(
+        name="Tube",
+        radius=0.5,
+        depth=6.0,
+        location=(1.5, 0.0, -5.0),
+        rotation=(np.pi / 2, 0.0, 0.0),
+    )
     select_only(far, tube, near)
-    bpy.ops.geometry_queries.fire_ray(origin=(0.5, 0, 0), direction=(0, 0, -1), pattern='GRID',
-                                      grid_rows=25, grid_columns=25, grid_width=6.0,
-                                      output='POINT_MESH')
+    bpy.ops.geometry_queries.fire_ray(
+        origin=(0.5, 0, 0),
+        direction=(0, 0, -1),
+        pattern="GRID",
+        grid_rows=25,
+        grid_columns=25,
+        grid_width=6.0,
+        output="POINT_MESH",
+    )
     (cloud,) = created_point_meshes()
     order = list(cloud["targets"])
     assert sorted(order) == ["Far", "Near", "Tube"]
 
     from geometry_queries.operators import patterns
-    origins, directions = patterns.ray_pattern('GRID', (0.5, 0, 0), (0, 0, -1), grid_rows=25,
-                                               grid_columns=25, grid_width=6.0)
-    shapes = {"Near": core.Placed(core.Sphere((0, 0, 0), 1.0), world_matrix(near)),
-              "Far": core.Placed(core.Sphere((0, 0, 0), 2.0), world_matrix(far)),
-              "Tube": core.Placed(core.Cylinder((0, 0, -3), (0, 0, 3), 0.5), world_matrix(tube))}
-    distances = np.column_stack([core.raycast(shapes[name], origins, directions, 100.0).distance
-                                 for name in order])
+
+    origins, directions = patterns.ray_pattern(
+        "GRID", (0.5, 0, 0), (0, 0, -1), grid_rows=25, grid_columns=25, grid_width=6.0
+    )
+    shapes = {
+        "Near": core.Placed(core.Sphere((0, 0, 0), 1.0), world_matrix(near)),
+        "Far": core.Placed(core.Sphere((0, 0, 0), 2.0), world_matrix(far)),
+        "Tube": core.Placed(core.Cylinder((0, 0, -3), (0, 0, 3), 0.5), world_matrix(tube)),
+    }
+    distances = np.column_stack(
+        [core.raycast(shapes[name], origins, directions, 100.0).distance for name in order]
+    )
     expected_hit = np.isfinite(distances).any(axis=1)
     expected_target = np.argmin(distances, axis=1)[expected_hit]
 
@@ -214,7 +266,7 @@ def test_each_ray_keeps_its_nearest_hit_over_all_targets(empty_scene, addon):
     target_index = np.empty(len(mesh.vertices), dtype=np.int32)
     mesh.attributes["target_index"].data.foreach_get("value", target_index)
     np.testing.assert_array_equal(target_index, expected_target)
-    assert len(set(target_index)) == 3   # every target is the nearest for some rays
+    assert len(set(target_index)) == 3  # every target is the nearest for some rays
     distance = np.empty(len(mesh.vertices), dtype=np.float32)
     mesh.attributes["distance"].data.foreach_get("value", distance)
     np.testing.assert_allclose(distance, distances.min(axis=1)[expected_hit], rtol=1e-6)
@@ -223,8 +275,14 @@ def test_each_ray_keeps_its_nearest_hit_over_all_targets(empty_scene, addon):
 def test_point_mesh_has_one_vertex_per_hit_with_a_normal_attribute(empty_scene):
     sphere = add_uv_sphere(radius=2.0, location=(0.0, 0.0, -5.0), scale=(1.0, 0.5, 1.0))
     select_only(sphere)
-    bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1), pattern='GRID',
-                                      grid_rows=30, grid_columns=30, grid_width=5.0)
+    bpy.ops.geometry_queries.fire_ray(
+        origin=(0, 0, 0),
+        direction=(0, 0, -1),
+        pattern="GRID",
+        grid_rows=30,
+        grid_columns=30,
+        grid_width=5.0,
+    )
     # 'AUTO' output: more than 64 hits make one point mesh and no empties.
     assert created_markers() == []
     (cloud,) = created_point_meshes()
@@ -232,7 +290,7 @@ def test_point_mesh_has_one_vertex_per_hit_with_a_normal_attribute(empty_scene):
     hits = int(empty_scene.geometry_queries.last_result.split(" of ")[0])
     assert hits > 64 and len(mesh.vertices) == hits and len(mesh.edges) == 0
     attribute = mesh.attributes["hit_normal"]
-    assert (attribute.data_type, attribute.domain) == ('FLOAT_VECTOR', 'POINT')
+    assert (attribute.data_type, attribute.domain) == ("FLOAT_VECTOR", "POINT")
     normals = np.empty(hits * 3, dtype=np.float32)
     attribute.data.foreach_get("vector", normals)
     points = np.empty(hits * 3, dtype=np.float32)
@@ -241,19 +299,32 @@ def test_point_mesh_has_one_vertex_per_hit_with_a_normal_attribute(empty_scene):
     np.testing.assert_allclose(np.linalg.norm(normals, axis=1), 1.0, atol=1e-6)
     # Ellipsoid x^2/4 + y^2 + (z+5)^2/4 = 1: the normal is along its gradient.
     gradient = np.column_stack([points[:, 0] / 4, points[:, 1], (points[:, 2] + 5) / 4])
-    np.testing.assert_allclose(normals, gradient / np.linalg.norm(gradient, axis=1)[:, None],
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        normals, gradient / np.linalg.norm(gradient, axis=1)[:, None], atol=1e-5
+    )
     assert cloud.users_collection[0].name == "Geometry Query Hits"
 
 
 def test_auto_output_writes_empties_up_to_64_hits(empty_scene):
     big = add_uv_sphere(radius=50.0, location=(0.0, 0.0, -60.0))
     select_only(big)
-    bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1), pattern='GRID',
-                                      grid_rows=8, grid_columns=8, grid_width=1.0)
+    bpy.ops.geometry_queries.fire_ray(
+        origin=(0, 0, 0),
+        direction=(0, 0, -1),
+        pattern="GRID",
+        grid_rows=8,
+        grid_columns=8,
+        grid_width=1.0,
+    )
     assert len(created_markers()) == 64 and created_point_meshes() == []
-    bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1), pattern='GRID',
-                                      grid_rows=5, grid_columns=13, grid_width=1.0)
+    bpy.ops.geometry_queries.fire_ray(
+        origin=(0, 0, 0),
+        direction=(0, 0, -1),
+        pattern="GRID",
+        grid_rows=5,
+        grid_columns=13,
+        grid_width=1.0,
+    )
     assert len(created_markers()) == 64 and len(created_point_meshes()) == 1
 
 

@@ -5,6 +5,7 @@ uninstalls it with ``extensions.package_uninstall``, leaving nothing registered.
 
 Also the way CI or a developer runs the suite inside a Blender binary: tests/run_in_blender.py
 runs pytest and hands its exit code back."""
+
 import json
 import math
 import os
@@ -23,8 +24,9 @@ ADDON_FOLDERS = ("core", "operators", "ui")
 
 def blender_ext_path():
     """blender_ext.py, the extension command line tool shipped inside bpy / Blender."""
-    path = os.path.join(bpy.utils.system_resource('SCRIPTS'), "addons_core", "bl_pkg", "cli",
-                        "blender_ext.py")
+    path = os.path.join(
+        bpy.utils.system_resource("SCRIPTS"), "addons_core", "bl_pkg", "cli", "blender_ext.py"
+    )
     assert os.path.isfile(path), path
     return path
 
@@ -33,31 +35,57 @@ def blender_command(script, *args):
     """Run ``script`` in a new Blender: the Blender binary when we are inside one, else this
     Python (bpy as a module)."""
     if bpy.app.binary_path:
-        return [bpy.app.binary_path, "-b", "--factory-startup", "--python-exit-code", "1",
-                "--python", script, "--", *args]
+        return [
+            bpy.app.binary_path,
+            "-b",
+            "--factory-startup",
+            "--python-exit-code",
+            "1",
+            "--python",
+            script,
+            "--",
+            *args,
+        ]
     return [sys.executable, script, *args]
 
 
 @pytest.fixture(scope="module")
 def package(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("gq-package")
-    subprocess.run([sys.executable, blender_ext_path(), "build", "--source-dir", ROOT,
-                    "--output-dir", str(out_dir)], check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            sys.executable,
+            blender_ext_path(),
+            "build",
+            "--source-dir",
+            ROOT,
+            "--output-dir",
+            str(out_dir),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     (zip_name,) = os.listdir(out_dir)
     return out_dir / zip_name
 
 
 def test_package_is_named_after_id_and_version(package):
     manifest = zipfile.ZipFile(package).read("blender_manifest.toml").decode()
-    version = next(line.split('"')[1] for line in manifest.splitlines()
-                   if line.startswith("version ="))
+    version = next(
+        line.split('"')[1] for line in manifest.splitlines() if line.startswith("version =")
+    )
     assert package.name == f"geometry_queries-{version}.zip"
 
 
 def test_package_holds_only_the_addon(package):
     names = zipfile.ZipFile(package).namelist()
     assert {name.split("/")[0] for name in names} == {
-        "blender_manifest.toml", "LICENSE", "__init__.py", *ADDON_FOLDERS}
+        "blender_manifest.toml",
+        "LICENSE",
+        "__init__.py",
+        *ADDON_FOLDERS,
+    }
     for name in names:
         parts = name.split("/")
         assert not any(part.startswith(".") or part == "__pycache__" for part in parts), name
@@ -72,19 +100,29 @@ def test_package_holds_only_the_addon(package):
 def test_install_fire_ray_uninstall_in_fresh_blender(package, tmp_path):
     env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "user"))
     env.pop("PYTHONPATH", None)  # only the installed copy may be importable
-    run = subprocess.run(blender_command(INSTALL_CHECK, str(package)), env=env,
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        blender_command(INSTALL_CHECK, str(package)),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     result_lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
     assert len(result_lines) == 1, run.stdout[-3000:] + run.stderr[-3000:]
-    observed = json.loads(result_lines[0][len("RESULT "):])
+    observed = json.loads(result_lines[0][len("RESULT ") :])
 
     user_dir = str(tmp_path / "user")
     assert observed["user_resources"] == user_dir
     assert observed["repo_directory"].startswith(user_dir)
-    assert observed["before"] == {"operators": [], "types": [], "scene_property": False,
-                                  "modules": [], "addon_enabled": False,
-                                  "object_menu_entries": []}
+    assert observed["before"] == {
+        "operators": [],
+        "types": [],
+        "scene_property": False,
+        "modules": [],
+        "addon_enabled": False,
+        "object_menu_entries": [],
+    }
 
     assert observed["install"] == ["FINISHED"]
     installed = observed["installed"]
@@ -115,8 +153,7 @@ def test_install_fire_ray_uninstall_in_fresh_blender(package, tmp_path):
 def test_run_in_blender_runs_pytest_and_returns_its_exit_code(tmp_path):
     def run(*pytest_args):
         command = blender_command(RUN_IN_BLENDER, "-q", "-p", "no:cacheprovider", *pytest_args)
-        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True,
-                              timeout=120)
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
 
     # Paths are relative to the repository root whatever the working directory; bpy works.
     passed = run("tests/blender/test_install.py::test_package_holds_only_the_addon")

@@ -1,9 +1,13 @@
 """The add-on registers and unregisters cleanly, repeatedly, in real Blender: operators,
 the Scene settings, the panel and the Object menu entry come and go together."""
+
 import bpy
 
-OPERATORS = ("GEOMETRY_QUERIES_OT_fire_ray", "GEOMETRY_QUERIES_OT_sphere_cast",
-             "GEOMETRY_QUERIES_OT_clear_hits")
+OPERATORS = (
+    "GEOMETRY_QUERIES_OT_fire_ray",
+    "GEOMETRY_QUERIES_OT_sphere_cast",
+    "GEOMETRY_QUERIES_OT_clear_hits",
+)
 UI_CLASSES = ("GEOMETRY_QUERIES_PT_main", "GEOMETRY_QUERIES_MT_object")
 
 
@@ -22,7 +26,7 @@ def assert_registered():
         assert getattr(bpy.ops.geometry_queries, operator).get_rna_type().name
     settings = bpy.types.Scene.bl_rna.properties["geometry_queries"]
     assert settings.fixed_type.identifier == "GeometryQueriesSettings"
-    assert bpy.context.scene.geometry_queries.pattern == 'SINGLE'
+    assert bpy.context.scene.geometry_queries.pattern == "SINGLE"
     assert object_menu_entries().count("draw_object_menu") == 1
     assert handler_names().count("forget_descriptions") == 1
 

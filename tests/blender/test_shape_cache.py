@@ -3,13 +3,20 @@ evaluated mesh (a Displace strength that makes Blender flip some quads, one vert
 the same positions triangulated the other way, a sphere opened or resized) the next query
 uses the new surface and the new loop-triangle diagonals; without an edit, repeated queries
 reuse the recognised shape and give bit-identical results."""
+
 import bpy
 import numpy as np
 import pytest
-
-from blender_scenes import (add_cylinder, add_displaced_grid, add_uv_sphere,
-                            evaluated_world_triangles, fire_single_ray, float32, ray_triangles,
-                            select_only)
+from blender_scenes import (
+    add_cylinder,
+    add_displaced_grid,
+    add_uv_sphere,
+    evaluated_world_triangles,
+    fire_single_ray,
+    float32,
+    ray_triangles,
+    select_only,
+)
 
 
 @pytest.fixture
@@ -49,7 +56,7 @@ def assert_hits_match_the_evaluated_triangles(grid, seed):
     rng = np.random.default_rng(seed)
     direction = float32((0.1, -0.05, -1.0))
     for aim in rng.uniform(-0.7, 0.7, (10, 2)):
-        origin = float32((aim[0] - 0.5, aim[1] + 0.25, 5.0))    # reaches z = 0 at the aim
+        origin = float32((aim[0] - 0.5, aim[1] + 0.25, 5.0))  # reaches z = 0 at the aim
         found = fire_single_ray(origin, direction)
         expected = ray_triangles(triangles, origin, direction)
         assert found is not None and expected is not None
@@ -63,13 +70,19 @@ def test_repeated_queries_reuse_the_terrain_and_give_identical_hits(empty_scene,
     select_only(grid)
     first = recognize(mapping, grid)
     second = recognize(mapping, grid)
-    assert second.shape.shape is first.shape.shape      # reused, not re-read
+    assert second.shape.shape is first.shape.shape  # reused, not re-read
     assert shape_cache.SHAPES.hits == 1
 
     def fire():
-        bpy.ops.geometry_queries.fire_ray(origin=(0.0, 0.0, 4.0), direction=(0.0, 0.0, -1.0),
-                                          pattern='GRID', grid_rows=20, grid_columns=20,
-                                          grid_width=1.8, output='POINT_MESH')
+        bpy.ops.geometry_queries.fire_ray(
+            origin=(0.0, 0.0, 4.0),
+            direction=(0.0, 0.0, -1.0),
+            pattern="GRID",
+            grid_rows=20,
+            grid_columns=20,
+            grid_width=1.8,
+            output="POINT_MESH",
+        )
         cloud = bpy.data.objects["Ray Hits"]
         points = np.empty(len(cloud.data.vertices) * 3, dtype=np.float32)
         cloud.data.attributes["position"].data.foreach_get("vector", points)
@@ -98,7 +111,7 @@ def test_a_displace_edit_that_flips_quads_is_seen(empty_scene, modules):
 
     grid.modifiers["Displace"].strength = 3.0
     flipped = blender_diagonals(grid)
-    assert flipped.sum() >= 5               # the edit really changes the triangulation
+    assert flipped.sum() >= 5  # the edit really changes the triangulation
     after = recognize(mapping, grid).shape.shape
     assert after is not before
     np.testing.assert_array_equal(after.diagonals, flipped)
@@ -113,7 +126,7 @@ def test_moving_one_vertex_is_seen(empty_scene, modules):
     select_only(grid)
     above_centre = ((0.0, 0.0, 5.0), (0.0, 0.0, -1.0))
     assert fire_single_ray(*above_centre)[0] == pytest.approx(5.0, abs=1e-12)
-    grid.data.vertices[40].co.z = 0.5      # the centre vertex of the 9 x 9 grid
+    grid.data.vertices[40].co.z = 0.5  # the centre vertex of the 9 x 9 grid
     grid.data.update()
     assert fire_single_ray(*above_centre)[0] == pytest.approx(4.5, abs=1e-7)
     assert recognize(mapping, grid).shape.shape.heights.max() == np.float32(0.5)
@@ -124,18 +137,18 @@ def test_same_positions_other_triangulation_is_seen(empty_scene, modules):
     and changes only the faces: the cache must compare topology too."""
     mapping, shape_cache = modules
     grid = add_displaced_grid(vertices_per_side=9, size=2.0, strength=0.6)
-    triangulate = grid.modifiers.new("Triangulate", 'TRIANGULATE')
-    triangulate.quad_method = 'FIXED'
+    triangulate = grid.modifiers.new("Triangulate", "TRIANGULATE")
+    triangulate.quad_method = "FIXED"
     select_only(grid)
     fixed = recognize(mapping, grid).shape.shape
     np.testing.assert_array_equal(fixed.diagonals, blender_diagonals(grid))
     assert_hits_match_the_evaluated_triangles(grid, seed=3)
 
-    triangulate.quad_method = 'FIXED_ALTERNATE'
+    triangulate.quad_method = "FIXED_ALTERNATE"
     hits = shape_cache.SHAPES.hits
     alternate = recognize(mapping, grid).shape.shape
-    assert shape_cache.SHAPES.hits == hits        # a miss: the corners differ
-    np.testing.assert_array_equal(alternate.heights, fixed.heights)   # same positions
+    assert shape_cache.SHAPES.hits == hits  # a miss: the corners differ
+    np.testing.assert_array_equal(alternate.heights, fixed.heights)  # same positions
     np.testing.assert_array_equal(alternate.diagonals, blender_diagonals(grid))
     np.testing.assert_array_equal(alternate.diagonals, ~fixed.diagonals)
     assert_hits_match_the_evaluated_triangles(grid, seed=4)
@@ -143,13 +156,15 @@ def test_same_positions_other_triangulation_is_seen(empty_scene, modules):
 
 def test_the_cache_is_bounded(empty_scene, modules):
     mapping, shape_cache = modules
-    grids = [add_displaced_grid(name=f"Terrain {k}", vertices_per_side=9)
-             for k in range(shape_cache.MAX_ENTRIES + 2)]
+    grids = [
+        add_displaced_grid(name=f"Terrain {k}", vertices_per_side=9)
+        for k in range(shape_cache.MAX_ENTRIES + 2)
+    ]
     for grid in grids:
         recognize(mapping, grid)
     assert len(shape_cache.SHAPES) == shape_cache.MAX_ENTRIES
     assert shape_cache.SHAPES.nbytes <= shape_cache.MAX_BYTES
-    recognize(mapping, grids[-1])          # the most recent ones stay
+    recognize(mapping, grids[-1])  # the most recent ones stay
     assert shape_cache.SHAPES.hits == 1
 
 
@@ -167,19 +182,18 @@ def test_a_sphere_resized_or_opened_is_seen(empty_scene, modules):
 
     # Same positions, one face fewer: no longer closed, so no longer a sphere.
     bpy.context.view_layer.objects.active = sphere
-    bpy.ops.object.mode_set(mode='EDIT')
-    bpy.ops.mesh.select_all(action='DESELECT')
-    bpy.ops.object.mode_set(mode='OBJECT')
+    bpy.ops.object.mode_set(mode="EDIT")
+    bpy.ops.mesh.select_all(action="DESELECT")
+    bpy.ops.object.mode_set(mode="OBJECT")
     sphere.data.polygons[100].select = True
-    bpy.ops.object.mode_set(mode='EDIT')
-    bpy.ops.mesh.delete(type='ONLY_FACE')
-    bpy.ops.object.mode_set(mode='OBJECT')
+    bpy.ops.object.mode_set(mode="EDIT")
+    bpy.ops.mesh.delete(type="ONLY_FACE")
+    bpy.ops.object.mode_set(mode="OBJECT")
     with pytest.raises(mapping.NotRecognized, match="open"):
         recognize(mapping, sphere)
 
 
-def test_a_moved_object_keeps_its_cached_shape_and_uses_its_new_placement(empty_scene,
-                                                                         modules):
+def test_a_moved_object_keeps_its_cached_shape_and_uses_its_new_placement(empty_scene, modules):
     mapping, shape_cache = modules
     cylinder = add_cylinder(radius=0.5, depth=2.0)
     select_only(cylinder)
@@ -189,19 +203,19 @@ def test_a_moved_object_keeps_its_cached_shape_and_uses_its_new_placement(empty_
     bpy.context.view_layer.update()
     hits = shape_cache.SHAPES.hits
     assert fire_single_ray(*down)[0] == pytest.approx(3.0, abs=1e-6)
-    assert shape_cache.SHAPES.hits == hits + 1     # same mesh: reused, placed anew
+    assert shape_cache.SHAPES.hits == hits + 1  # same mesh: reused, placed anew
 
 
 def test_nothing_is_cached_in_edit_mode(empty_scene, modules):
     mapping, shape_cache = modules
     grid = add_displaced_grid(vertices_per_side=9)
     bpy.context.view_layer.objects.active = grid
-    bpy.ops.object.mode_set(mode='EDIT')
-    try:        # the evaluated mesh of an object in edit mode reads as empty here
+    bpy.ops.object.mode_set(mode="EDIT")
+    try:  # the evaluated mesh of an object in edit mode reads as empty here
         recognize(mapping, grid)
     except mapping.NotRecognized:
         pass
     assert len(shape_cache.SHAPES) == 0
-    bpy.ops.object.mode_set(mode='OBJECT')
+    bpy.ops.object.mode_set(mode="OBJECT")
     recognize(mapping, grid)
     assert len(shape_cache.SHAPES) == 1

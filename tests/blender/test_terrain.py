@@ -1,13 +1,21 @@
 """Displaced grids as terrains: the lattice, the heights and Blender's own triangle
 diagonals become a Heightfield, whose hits match a float64 Moeller-Trumbore over the
 evaluated mesh's loop triangles (1e-9) and Blender's scene.ray_cast (float32)."""
+
 import bpy
 import numpy as np
 import pytest
-
-from blender_scenes import (add_displaced_grid, blender_ray_cast, evaluated_world_triangles,
-                            fire_single_ray, float32, ray_triangles, select_only, unit,
-                            world_matrix)
+from blender_scenes import (
+    add_displaced_grid,
+    blender_ray_cast,
+    evaluated_world_triangles,
+    fire_single_ray,
+    float32,
+    ray_triangles,
+    select_only,
+    unit,
+    world_matrix,
+)
 
 
 @pytest.fixture
@@ -29,8 +37,9 @@ def rays_from_above(matrix, count, seed, half_size=1.0):
         local_aim = np.append(rng.uniform(-0.8, 0.8, 2) * half_size, 0.0)
         aim = matrix[:3, :3] @ local_aim + matrix[:3, 3]
         tilt, azimuth = np.radians(rng.uniform(0, 25)), rng.uniform(0, 2 * np.pi)
-        down = -np.array([np.sin(tilt) * np.cos(azimuth), np.sin(tilt) * np.sin(azimuth),
-                          np.cos(tilt)])
+        down = -np.array(
+            [np.sin(tilt) * np.cos(azimuth), np.sin(tilt) * np.sin(azimuth), np.cos(tilt)]
+        )
         origin = aim - 6.0 * down
         rays.append((float32(origin), float32(down)))
     return rays
@@ -39,19 +48,19 @@ def rays_from_above(matrix, count, seed, half_size=1.0):
 def test_displaced_grid_is_a_terrain_with_its_vertex_heights(empty_scene, mapping):
     grid = add_displaced_grid(vertices_per_side=9, size=2.0)
     recognized = recognize(mapping, grid)
-    assert (recognized.kind, recognized.description) == ('TERRAIN', "Terrain 9x9")
+    assert (recognized.kind, recognized.description) == ("TERRAIN", "Terrain 9x9")
     field = recognized.shape.shape
     assert field.spacing == (0.25, 0.25) and field.origin == (-1.0, -1.0)
     evaluated = grid.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
     z = np.array([v.co.z for v in evaluated.vertices])
-    assert np.ptp(z) > 0.05   # displaced for real
+    assert np.ptp(z) > 0.05  # displaced for real
     np.testing.assert_array_equal(np.sort(field.heights.ravel()), np.sort(z.astype(np.float64)))
 
 
 def test_simple_subdivision_keeps_the_lattice(empty_scene, mapping):
     grid = add_displaced_grid(vertices_per_side=9, size=2.0)
-    subdivide = grid.modifiers.new("Subdivide", 'SUBSURF')
-    subdivide.subdivision_type = 'SIMPLE'
+    subdivide = grid.modifiers.new("Subdivide", "SUBSURF")
+    subdivide.subdivision_type = "SIMPLE"
     subdivide.levels = 1
     assert recognize(mapping, grid).description == "Terrain 17x17"
 
@@ -63,13 +72,13 @@ def test_grid_with_a_vertex_moved_sideways_or_a_face_missing_is_no_terrain(empty
         recognize(mapping, grid)
 
     holed = add_displaced_grid(name="Holed", vertices_per_side=9)
-    bpy.ops.object.mode_set(mode='EDIT')
-    bpy.ops.mesh.select_all(action='DESELECT')
-    bpy.ops.object.mode_set(mode='OBJECT')
+    bpy.ops.object.mode_set(mode="EDIT")
+    bpy.ops.mesh.select_all(action="DESELECT")
+    bpy.ops.object.mode_set(mode="OBJECT")
     holed.data.polygons[10].select = True
-    bpy.ops.object.mode_set(mode='EDIT')
-    bpy.ops.mesh.delete(type='ONLY_FACE')
-    bpy.ops.object.mode_set(mode='OBJECT')
+    bpy.ops.object.mode_set(mode="EDIT")
+    bpy.ops.mesh.delete(type="ONLY_FACE")
+    bpy.ops.object.mode_set(mode="OBJECT")
     with pytest.raises(mapping.NotRecognized, match="faces do not cover the 9x9 vertex lattice"):
         recognize(mapping, holed)
 
@@ -78,20 +87,25 @@ def test_diagonals_are_the_ones_blender_draws(empty_scene, mapping):
     """A Triangulate modifier (shortest diagonal) splits cells both ways; the heightfield
     must carry each cell's split."""
     grid = add_displaced_grid(vertices_per_side=9, strength=0.8)
-    triangulate = grid.modifiers.new("Triangulate", 'TRIANGULATE')
-    triangulate.quad_method = 'SHORTEST_DIAGONAL'
+    triangulate = grid.modifiers.new("Triangulate", "TRIANGULATE")
+    triangulate.quad_method = "SHORTEST_DIAGONAL"
     field = recognize(mapping, grid).shape.shape
     assert field.diagonals is not None
     assert 0 < field.diagonals.sum() < field.diagonals.size
 
 
-@pytest.mark.parametrize("quad_method", [None, 'SHORTEST_DIAGONAL'])
+@pytest.mark.parametrize("quad_method", [None, "SHORTEST_DIAGONAL"])
 def test_hits_on_a_transformed_terrain_match_its_triangles(empty_scene, quad_method):
-    grid = add_displaced_grid(vertices_per_side=9, size=2.0, strength=0.8,
-                              location=(1.0, -2.0, 0.5), rotation=(0.15, -0.1, 0.7),
-                              scale=(2.0, 1.5, 0.8))
+    grid = add_displaced_grid(
+        vertices_per_side=9,
+        size=2.0,
+        strength=0.8,
+        location=(1.0, -2.0, 0.5),
+        rotation=(0.15, -0.1, 0.7),
+        scale=(2.0, 1.5, 0.8),
+    )
     if quad_method:
-        grid.modifiers.new("Triangulate", 'TRIANGULATE').quad_method = quad_method
+        grid.modifiers.new("Triangulate", "TRIANGULATE").quad_method = quad_method
     select_only(grid)
     matrix = world_matrix(grid)
     triangles = evaluated_world_triangles(grid)

@@ -1,11 +1,11 @@
 """The sidebar panel and the Object menu, drawn into a recording layout (there is no window
 to draw into headless): what they show, and that the panel's buttons carry its settings
 into the operators, which then run the one code path."""
+
 from types import SimpleNamespace
 
 import bpy
 import pytest
-
 from blender_scenes import add_uv_sphere, select_only
 
 
@@ -13,8 +13,11 @@ class RecordingLayout:
     """Stands in for bpy.types.UILayout: records labels, props and operator buttons."""
 
     def __init__(self, record=None):
-        self.record = record if record is not None else {"labels": [], "props": [],
-                                                         "operators": [], "menus": []}
+        self.record = (
+            record
+            if record is not None
+            else {"labels": [], "props": [], "operators": [], "menus": []}
+        )
 
     def box(self, **_):
         return RecordingLayout(self.record)
@@ -24,7 +27,7 @@ class RecordingLayout:
     def separator(self):
         pass
 
-    def label(self, text="", icon='NONE'):
+    def label(self, text="", icon="NONE"):
         self.record["labels"].append((text, icon))
 
     def prop(self, data, name, **_):
@@ -33,7 +36,7 @@ class RecordingLayout:
     def menu(self, name, **_):
         self.record["menus"].append(name)
 
-    def operator(self, idname, icon='NONE', **_):
+    def operator(self, idname, icon="NONE", **_):
         self.record["labels"].append(("", icon))
         button = SimpleNamespace(idname=idname)
         self.record["operators"].append(button)
@@ -55,9 +58,9 @@ def test_panel_lists_the_recognised_shape_of_each_selected_object(empty_scene):
     cube = bpy.context.object
     select_only(sphere, cube)
     labels = draw_panel(bpy.context)["labels"]
-    assert ("Sphere: Sphere r=1.000", 'CHECKMARK') in labels
+    assert ("Sphere: Sphere r=1.000", "CHECKMARK") in labels
     (cube_label,) = [label for label in labels if label[0].startswith("Cube: ")]
-    assert cube_label[1] == 'ERROR' and "only 4 vertices per circle" in cube_label[0]
+    assert cube_label[1] == "ERROR" and "only 4 vertices per circle" in cube_label[0]
 
 
 def test_panel_icons_exist_in_blender(empty_scene):
@@ -73,29 +76,34 @@ def test_panel_icons_exist_in_blender(empty_scene):
 def test_panel_descriptions_follow_every_depsgraph_update(empty_scene):
     sphere = add_uv_sphere(radius=1.0)
     select_only(sphere)
-    assert ("Sphere: Sphere r=1.000", 'CHECKMARK') in draw_panel(bpy.context)["labels"]
+    assert ("Sphere: Sphere r=1.000", "CHECKMARK") in draw_panel(bpy.context)["labels"]
     sphere.scale = (2.0, 2.0, 2.0)
-    assert ("Sphere: Sphere r=2.000", 'CHECKMARK') in draw_panel(bpy.context)["labels"]
-    displace = sphere.modifiers.new("Displace", 'DISPLACE')
-    displace.texture = bpy.data.textures.new("Noise", 'CLOUDS')
+    assert ("Sphere: Sphere r=2.000", "CHECKMARK") in draw_panel(bpy.context)["labels"]
+    displace = sphere.modifiers.new("Displace", "DISPLACE")
+    displace.texture = bpy.data.textures.new("Noise", "CLOUDS")
     labels = draw_panel(bpy.context)["labels"]
-    assert any(text.startswith("Sphere: is not a supported shape") and icon == 'ERROR'
-               for text, icon in labels)
+    assert any(
+        text.startswith("Sphere: is not a supported shape") and icon == "ERROR"
+        for text, icon in labels
+    )
 
 
 def test_panel_buttons_pass_the_panel_settings_to_the_operators(empty_scene, addon):
     from geometry_queries.operators.properties import FIRE_RAY_SETTINGS
 
     settings = empty_scene.geometry_queries
-    settings.pattern = 'GRID'
+    settings.pattern = "GRID"
     settings.grid_rows, settings.grid_columns, settings.grid_width = 3, 5, 0.5
     settings.max_distance = 42.0
-    settings.output = 'POINT_MESH'
+    settings.output = "POINT_MESH"
     settings.cast_radius = 0.75
     record = draw_panel(bpy.context)
     buttons = {button.idname: button for button in record["operators"]}
-    assert set(buttons) == {"geometry_queries.fire_ray", "geometry_queries.sphere_cast",
-                            "geometry_queries.clear_hits"}
+    assert set(buttons) == {
+        "geometry_queries.fire_ray",
+        "geometry_queries.sphere_cast",
+        "geometry_queries.clear_hits",
+    }
     fire = buttons["geometry_queries.fire_ray"]
     for name in FIRE_RAY_SETTINGS:
         assert getattr(fire, name) == getattr(settings, name), name
@@ -108,8 +116,8 @@ def test_panel_buttons_pass_the_panel_settings_to_the_operators(empty_scene, add
     select_only(sphere)
     bpy.ops.geometry_queries.fire_ray(**{name: getattr(fire, name) for name in FIRE_RAY_SETTINGS})
     assert settings.last_result.startswith("15 of 15 rays hit")
-    assert record["labels"][-1] != (settings.last_result, 'INFO')
-    assert (settings.last_result, 'INFO') in draw_panel(bpy.context)["labels"]
+    assert record["labels"][-1] != (settings.last_result, "INFO")
+    assert (settings.last_result, "INFO") in draw_panel(bpy.context)["labels"]
 
 
 def test_every_operator_setting_has_the_same_definition_on_the_panel(addon):
@@ -132,20 +140,25 @@ def test_object_menu_has_a_geometry_queries_submenu_with_every_operator(addon):
     assert layout.record["menus"] == ["GEOMETRY_QUERIES_MT_object"]
     GEOMETRY_QUERIES_MT_object.draw(SimpleNamespace(layout=layout), bpy.context)
     assert [b.idname for b in layout.record["operators"]] == [
-        "geometry_queries.fire_ray", "geometry_queries.sphere_cast", "geometry_queries.clear_hits"]
+        "geometry_queries.fire_ray",
+        "geometry_queries.sphere_cast",
+        "geometry_queries.clear_hits",
+    ]
 
 
 @pytest.mark.parametrize("idname", ["fire_ray", "sphere_cast", "clear_hits"])
 def test_operators_are_undoable_and_describe_themselves(addon, idname):
     rna = getattr(bpy.ops.geometry_queries, idname).get_rna_type()
     operator_class = getattr(bpy.types, f"GEOMETRY_QUERIES_OT_{idname}")
-    assert {'REGISTER', 'UNDO'} <= operator_class.bl_options
+    assert {"REGISTER", "UNDO"} <= operator_class.bl_options
     assert rna.name and rna.description
 
 
 def test_distances_are_lengths(addon):
-    for idname, names in (("fire_ray", ("max_distance", "grid_width")),
-                          ("sphere_cast", ("radius", "max_distance"))):
+    for idname, names in (
+        ("fire_ray", ("max_distance", "grid_width")),
+        ("sphere_cast", ("radius", "max_distance")),
+    ):
         properties = getattr(bpy.ops.geometry_queries, idname).get_rna_type().properties
         for name in names:
-            assert (properties[name].subtype, properties[name].unit) == ('DISTANCE', 'LENGTH')
+            assert (properties[name].subtype, properties[name].unit) == ("DISTANCE", "LENGTH")

@@ -1,11 +1,12 @@
 """Assertions shared by the core tests: agreement with a reference and brute-force checks."""
-import numpy as np
 
+import numpy as np
 from reference import as_float
 
 
-def assert_matches_reference(hits, origins, directions, reference, tolerance=1e-9,
-                             ambiguous=lambda row: False, relative=True):
+def assert_matches_reference(
+    hits, origins, directions, reference, tolerance=1e-9, ambiguous=lambda row: False, relative=True
+):
     """Every ray agrees with ``reference(origin, direction)`` (a mpmath result or None) on
     hit/miss, distance, point and normal. ``ambiguous(row)`` marks rays so close to
     tangent that float64 input rounding may decide either way. ``tolerance`` is relative

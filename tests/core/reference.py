@@ -4,6 +4,7 @@ They enumerate candidate roots (sphere: the quadratic |o + t d - c|^2 = r^2 in i
 form; cylinder: side roots and both cap planes, each kept only if the point satisfies the
 other constraint) rather than reusing core's interval formulation.
 """
+
 import mpmath as mp
 import numpy as np
 

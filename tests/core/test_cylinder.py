@@ -1,12 +1,13 @@
 """Ray vs finite capped cylinder against an mpmath candidate-root reference and brute force."""
+
 import numpy as np
 import pytest
+import reference
+from checks import assert_matches_reference, assert_no_earlier_hit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-import reference
-from checks import assert_matches_reference, assert_no_earlier_hit
 from core import Cylinder, raycast
 
 P0 = np.array([0.2, -0.4, 0.1])
@@ -46,7 +47,8 @@ def near_boundary_ambiguity(origins, directions, slack=1e-9):
         z = rel @ AXIS
         radial = np.linalg.norm(rel - z[:, None] * AXIS, axis=1)
         near_rim = (np.abs(radial - RADIUS) < 2e-3) & (
-            (np.abs(z) < 2e-3) | (np.abs(z - HEIGHT) < 2e-3))
+            (np.abs(z) < 2e-3) | (np.abs(z - HEIGHT) < 2e-3)
+        )
         flags.append(bool(near_rim.any()))
     return flags
 
@@ -60,9 +62,12 @@ def test_random_rays_match_mpmath():
     assert 60 < hits.hit.sum() < 290
     ambiguous = near_boundary_ambiguity(origins, directions)
     assert_matches_reference(
-        hits, origins, directions,
+        hits,
+        origins,
+        directions,
         lambda o, d: reference.ray_cylinder(o, d, P0, P1, RADIUS),
-        ambiguous=lambda row: ambiguous[row])
+        ambiguous=lambda row: ambiguous[row],
+    )
     assert_no_earlier_hit(hits, origins, directions, cylinder_inside)
     rows = hits.hit & (hits.distance > 0) & ~np.array(ambiguous)
     np.testing.assert_allclose(np.linalg.norm(hits.normal[rows], axis=1), 1, atol=1e-12)
@@ -82,14 +87,17 @@ def test_side_and_both_caps():
     np.testing.assert_array_equal(hits.point, [[-1, 0, 1], [0.3, 0.2, 2], [0.3, 0.2, 0]])
 
 
-@pytest.mark.parametrize("origin, direction, expected", [
-    ([0.5, 0, 5], [0, 0, -1], 3.0),     # parallel to the axis, inside the radius: top cap
-    ([0.5, 0, -5], [0, 0, 1], 5.0),     # ... from below: bottom cap
-    ([1.0, 0, 5], [0, 0, -1], 3.0),     # exactly on the radius: grazes the side, hits the rim
-    ([1.5, 0, 5], [0, 0, -1], None),    # parallel, outside the radius
-    ([0.5, 0, 1], [0, 0, 1], 0.0),      # parallel, origin inside
-    ([0.5, 0, 3], [0, 0, 1], None),     # parallel, moving away above
-])
+@pytest.mark.parametrize(
+    "origin, direction, expected",
+    [
+        ([0.5, 0, 5], [0, 0, -1], 3.0),  # parallel to the axis, inside the radius: top cap
+        ([0.5, 0, -5], [0, 0, 1], 5.0),  # ... from below: bottom cap
+        ([1.0, 0, 5], [0, 0, -1], 3.0),  # exactly on the radius: grazes the side, hits the rim
+        ([1.5, 0, 5], [0, 0, -1], None),  # parallel, outside the radius
+        ([0.5, 0, 1], [0, 0, 1], 0.0),  # parallel, origin inside
+        ([0.5, 0, 3], [0, 0, 1], None),  # parallel, moving away above
+    ],
+)
 def test_axis_parallel_rays(origin, direction, expected):
     hits = raycast(UPRIGHT, origin, direction)
     if expected is None:
@@ -98,13 +106,16 @@ def test_axis_parallel_rays(origin, direction, expected):
         assert hits.hit and hits.distance == expected
 
 
-@pytest.mark.parametrize("origin, direction, expected", [
-    ([-5, 0, 2], [1, 0, 0], 4.0),           # along the top cap plane: touches the rim
-    ([-5, 0, 0], [1, 0, 0], 4.0),           # along the bottom cap plane
-    ([-5, 0, 2 + 1e-12], [1, 0, 0], None),  # just above the top
-    ([-3, 0, 4], [1, 0, -1], 2 * np.sqrt(2)),  # diagonal through the rim point (-1, 0, 2)
-    ([-5, 1, 1], [1, 0, 0], 5.0),           # tangent to the side
-])
+@pytest.mark.parametrize(
+    "origin, direction, expected",
+    [
+        ([-5, 0, 2], [1, 0, 0], 4.0),  # along the top cap plane: touches the rim
+        ([-5, 0, 0], [1, 0, 0], 4.0),  # along the bottom cap plane
+        ([-5, 0, 2 + 1e-12], [1, 0, 0], None),  # just above the top
+        ([-3, 0, 4], [1, 0, -1], 2 * np.sqrt(2)),  # diagonal through the rim point (-1, 0, 2)
+        ([-5, 1, 1], [1, 0, 0], 5.0),  # tangent to the side
+    ],
+)
 def test_rim_and_tangent_rays(origin, direction, expected):
     hits = raycast(UPRIGHT, origin, direction)
     if expected is None:
@@ -140,30 +151,41 @@ def test_far_origins():
     hits = raycast(UPRIGHT, origins, directions)
     assert hits.hit.all()
     assert_matches_reference(
-        hits, origins, directions,
+        hits,
+        origins,
+        directions,
         lambda o, d: reference.ray_cylinder(o, d, (0, 0, 0), (0, 0, 2), 1.0),
-        tolerance=1e-9, relative=False)
+        tolerance=1e-9,
+        relative=False,
+    )
 
 
 finite = st.floats(-6, 6, allow_nan=False, allow_infinity=False)
 
 
 @settings(max_examples=150, deadline=None)
-@given(origin=arrays(np.float64, 3, elements=finite),
-       target=arrays(np.float64, 3, elements=st.floats(-2, 2)),
-       axis_dir=st.sampled_from([None, (1, 0, 0), (0, 1, 0), (0, 0, 1)]))
+@given(
+    origin=arrays(np.float64, 3, elements=finite),
+    target=arrays(np.float64, 3, elements=st.floats(-2, 2)),
+    axis_dir=st.sampled_from([None, (1, 0, 0), (0, 1, 0), (0, 0, 1)]),
+)
 def test_property_matches_mpmath(origin, target, axis_dir):
     """Random rays, including rays exactly parallel to an axis, against the tilted cylinder."""
-    direction = (np.array(axis_dir, float) if axis_dir else target - origin)
+    direction = np.array(axis_dir, float) if axis_dir else target - origin
     if np.linalg.norm(direction) < 1e-3:
         direction = np.array([0.0, 0.0, 1.0])
     hits = raycast(Cylinder(P0, P1, RADIUS), origin[None], direction[None])
     ambiguous = near_boundary_ambiguity(origin[None], direction[None])
     inside_gap = cylinder_inside(origin[None], 1e-9) & ~cylinder_inside(origin[None], -1e-9)
     assert_matches_reference(
-        hits, origin[None], direction[None],
+        hits,
+        origin[None],
+        direction[None],
         lambda o, d: reference.ray_cylinder(o, d, P0, P1, RADIUS),
-        ambiguous=lambda row: ambiguous[row] or bool(inside_gap[0]) or _near_tangent(origin, direction))
+        ambiguous=lambda row: (
+            ambiguous[row] or bool(inside_gap[0]) or _near_tangent(origin, direction)
+        ),
+    )
     assert_no_earlier_hit(hits, origin[None], direction[None], cylinder_inside)
 
 
@@ -198,8 +220,9 @@ def test_mixed_batch_equals_single_rays():
         np.testing.assert_array_equal(single.normal, hits.normal[row])
 
 
-@pytest.mark.parametrize("axis", [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1),
-                                  (0, 0, -1)])
+@pytest.mark.parametrize(
+    "axis", [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)]
+)
 def test_axis_aligned_cylinders_in_every_orientation_match_mpmath(axis):
     """Cylinders along a coordinate axis (either way) take the component-picking frame;
     hits, points and normals still match the reference, side and caps alike."""
@@ -213,5 +236,6 @@ def test_axis_aligned_cylinders_in_every_orientation_match_mpmath(axis):
     origins[:20] = p0 + rng.uniform(-1.2, 1.2, (20, 3)) * (1 - np.abs(axis)) - 3 * (p1 - p0)
     hits = raycast(Cylinder(p0, p1, 0.9), origins, directions)
     assert 40 < hits.hit.sum() < 190 and hits.hit[:20].any() and not hits.hit[:20].all()
-    assert_matches_reference(hits, origins, directions,
-                             lambda o, d: reference.ray_cylinder(o, d, p0, p1, 0.9))
+    assert_matches_reference(
+        hits, origins, directions, lambda o, d: reference.ray_cylinder(o, d, p0, p1, 0.9)
+    )

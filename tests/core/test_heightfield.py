@@ -8,6 +8,7 @@ refined by bisection. A reference runs twice, with the solid grown and shrunk by
 ray whose answer hangs on round-off is known as ambiguous (random rays) while the named edge
 cases use the closed solid (grown) and must hit.
 """
+
 import time
 
 import numpy as np
@@ -34,7 +35,7 @@ def grid_triangles(shape, diagonals=None):
     tris, cells = [], []
     for j in range(ny - 1):
         for i in range(nx - 1):
-            a, b = j * nx + i, j * nx + i + 1          # (i, j), (i+1, j)
+            a, b = j * nx + i, j * nx + i + 1  # (i, j), (i+1, j)
             c, d = (j + 1) * nx + i, (j + 1) * nx + i + 1  # (i, j+1), (i+1, j+1)
             if diagonals is not None and diagonals[j][i]:
                 tris += [(a, b, c), (b, d, c)]
@@ -56,7 +57,13 @@ def moller_trumbore(origin, direction, v0, v1, v2, grow):
         q = np.cross(s, e1)
         v = (q @ direction) * inv
         t = np.einsum("ij,ij->i", e2, q) * inv
-        ok = (np.abs(det) > 1e-300) & (u >= -grow) & (v >= -grow) & (u + v <= 1 + grow) & (t >= -grow)
+        ok = (
+            (np.abs(det) > 1e-300)
+            & (u >= -grow)
+            & (v >= -grow)
+            & (u + v <= 1 + grow)
+            & (t >= -grow)
+        )
     return np.where(ok, np.maximum(t, 0.0), np.inf)
 
 
@@ -67,8 +74,12 @@ def _edge_profile(xs, hs, x):
 def _point_height_triangles(vertices, triangles, x, y):
     """Surface height under (x, y) by a vertical Moller-Trumbore from far above."""
     top = vertices[:, 2].max() + 10.0
-    t = moller_trumbore(np.array([x, y, top]), np.array([0.0, 0.0, -1.0]),
-                        *(vertices[triangles[:, k]] for k in range(3)), grow=1e-12)
+    t = moller_trumbore(
+        np.array([x, y, top]),
+        np.array([0.0, 0.0, -1.0]),
+        *(vertices[triangles[:, k]] for k in range(3)),
+        grow=1e-12,
+    )
     return top - t.min()
 
 
@@ -81,8 +92,9 @@ def walls(origin, direction, heights, spacing, origin_xy, grow):
     y = origin_xy[1] + spacing[1] * np.arange(ny)
     best = (np.inf, None)
     for axis, coords, along, profile_rows in (
-            (0, x, y, (heights[:, 0], heights[:, -1])),
-            (1, y, x, (heights[0, :], heights[-1, :]))):
+        (0, x, y, (heights[:, 0], heights[:, -1])),
+        (1, y, x, (heights[0, :], heights[-1, :])),
+    ):
         for side, (plane, profile) in enumerate(zip((coords[0], coords[-1]), profile_rows)):
             outward = -1.0 if side == 0 else 1.0
             if direction[axis] * outward >= 0:
@@ -115,7 +127,10 @@ def reference_triangles(field_args, origin, direction, grow):
     ny, nx = heights.shape
     x1 = origin_xy[0] + spacing[0] * (nx - 1)
     y1 = origin_xy[1] + spacing[1] * (ny - 1)
-    if (origin_xy[0] - grow <= origin[0] <= x1 + grow and origin_xy[1] - grow <= origin[1] <= y1 + grow):
+    if (
+        origin_xy[0] - grow <= origin[0] <= x1 + grow
+        and origin_xy[1] - grow <= origin[1] <= y1 + grow
+    ):
         cx = min(max(origin[0], origin_xy[0]), x1)
         cy = min(max(origin[1], origin_xy[1]), y1)
         if origin[2] <= _point_height_triangles(vertices, triangles, cx, cy) + grow:
@@ -143,8 +158,12 @@ def _bilinear_height(heights, spacing, origin_xy, x, y):
     i = np.clip(np.floor(U).astype(int), 0, nx - 2)
     j = np.clip(np.floor(V).astype(int), 0, ny - 2)
     u, v = U - i, V - j
-    return ((1 - u) * (1 - v) * heights[j, i] + u * (1 - v) * heights[j, i + 1]
-            + (1 - u) * v * heights[j + 1, i] + u * v * heights[j + 1, i + 1])
+    return (
+        (1 - u) * (1 - v) * heights[j, i]
+        + u * (1 - v) * heights[j, i + 1]
+        + (1 - u) * v * heights[j + 1, i]
+        + u * v * heights[j + 1, i + 1]
+    )
 
 
 def reference_bilinear(field_args, origin, direction, grow, samples=257):
@@ -157,7 +176,10 @@ def reference_bilinear(field_args, origin, direction, grow, samples=257):
     ny, nx = heights.shape
     x1 = origin_xy[0] + spacing[0] * (nx - 1)
     y1 = origin_xy[1] + spacing[1] * (ny - 1)
-    if (origin_xy[0] - grow <= origin[0] <= x1 + grow and origin_xy[1] - grow <= origin[1] <= y1 + grow):
+    if (
+        origin_xy[0] - grow <= origin[0] <= x1 + grow
+        and origin_xy[1] - grow <= origin[1] <= y1 + grow
+    ):
         cx = min(max(origin[0], origin_xy[0]), x1)
         cy = min(max(origin[1], origin_xy[1]), y1)
         if origin[2] <= _bilinear_height(heights, spacing, origin_xy, cx, cy) + grow:
@@ -181,8 +203,9 @@ def reference_bilinear(field_args, origin, direction, grow, samples=257):
                     if not a <= origin[axis] <= b:
                         lo, hi = 1.0, 0.0
                     continue
-                ta, tb = sorted(((a - origin[axis]) / direction[axis],
-                                 (b - origin[axis]) / direction[axis]))
+                ta, tb = sorted(
+                    ((a - origin[axis]) / direction[axis], (b - origin[axis]) / direction[axis])
+                )
                 lo, hi = max(lo, ta), min(hi, tb)
             if not lo <= hi or lo >= best[0]:
                 continue
@@ -209,7 +232,12 @@ def reference_bilinear(field_args, origin, direction, grow, samples=257):
                 p = origin + t * direction
                 U = (p[0] - origin_xy[0]) / spacing[0] - i
                 V = (p[1] - origin_xy[1]) / spacing[1] - j
-                h00, h10, h01, h11 = heights[j, i], heights[j, i + 1], heights[j + 1, i], heights[j + 1, i + 1]
+                h00, h10, h01, h11 = (
+                    heights[j, i],
+                    heights[j, i + 1],
+                    heights[j + 1, i],
+                    heights[j + 1, i + 1],
+                )
                 du = ((h10 - h00) * (1 - V) + (h11 - h01) * V) / spacing[0]
                 dv = ((h01 - h00) * (1 - U) + (h11 - h10) * U) / spacing[1]
                 n = np.array([-du, -dv, 1.0])
@@ -222,18 +250,27 @@ def reference_bilinear(field_args, origin, direction, grow, samples=257):
 
 # -- comparing core with the references ------------------------------------------------------
 
-def field_and_args(heights, spacing=(1.0, 1.0), origin=(0.0, 0.0), surface="TRIANGLES",
-                   diagonals=None, method="EXACT"):
+
+def field_and_args(
+    heights,
+    spacing=(1.0, 1.0),
+    origin=(0.0, 0.0),
+    surface="TRIANGLES",
+    diagonals=None,
+    method="EXACT",
+):
     heights = np.asarray(heights, dtype=float)
-    field = Heightfield(heights, spacing, origin, surface=surface, diagonals=diagonals,
-                        method=method)
+    field = Heightfield(
+        heights, spacing, origin, surface=surface, diagonals=diagonals, method=method
+    )
     return field, (heights, spacing, origin, diagonals)
 
 
 def cast(field, origins, directions, max_distance=np.inf):
     """raycast with one direction (or origin) broadcast over the batch."""
-    origins, directions = np.broadcast_arrays(np.atleast_2d(np.asarray(origins, float)),
-                                              np.atleast_2d(np.asarray(directions, float)))
+    origins, directions = np.broadcast_arrays(
+        np.atleast_2d(np.asarray(origins, float)), np.atleast_2d(np.asarray(directions, float))
+    )
     return raycast(field, origins, directions, max_distance=max_distance)
 
 
@@ -242,8 +279,9 @@ def reference(args, surface, origin, direction, grow=MARGIN):
     return solve(args, origin, direction, grow)
 
 
-def check_against_reference(field, args, origins, directions, max_distance=np.inf,
-                            closed=False, tolerance=1e-8):
+def check_against_reference(
+    field, args, origins, directions, max_distance=np.inf, closed=False, tolerance=1e-8
+):
     """Every ray agrees with the brute-force reference: hit or miss, distance, normal, cell.
     ``closed``: compare with the closed solid only (named edge cases); otherwise rays whose
     answer changes when the solid grows or shrinks by 1e-9 are skipped as ambiguous.
@@ -263,7 +301,8 @@ def check_against_reference(field, args, origins, directions, max_distance=np.in
             if shrunk is not None and shrunk[0] > limits[row] + 1e-9:
                 shrunk = None
             if (expected is None) != (shrunk is None) or (
-                    expected is not None and abs(expected[0] - shrunk[0]) > 1e-6 * max(1, expected[0])):
+                expected is not None and abs(expected[0] - shrunk[0]) > 1e-6 * max(1, expected[0])
+            ):
                 continue
         compared += 1
         if expected is None:
@@ -274,10 +313,14 @@ def check_against_reference(field, args, origins, directions, max_distance=np.in
         t, normal = exact if exact is not None else expected
         if expected[1] is None:  # on an edge of the grown solid: several normals
             normal = None
-        assert hits.hit[row], f"row {row}: missed, reference distance {t} ({o.tolist()}, {d.tolist()})"
+        assert hits.hit[row], (
+            f"row {row}: missed, reference distance {t} ({o.tolist()}, {d.tolist()})"
+        )
         assert abs(hits.distance[row] - t) <= tolerance * max(1.0, t), (row, hits.distance[row], t)
         unit = d / np.linalg.norm(d)
-        np.testing.assert_allclose(hits.point[row], o + hits.distance[row] * unit, atol=1e-12 * max(1, t))
+        np.testing.assert_allclose(
+            hits.point[row], o + hits.distance[row] * unit, atol=1e-12 * max(1, t)
+        )
         assert abs(np.linalg.norm(hits.normal[row]) - 1) < 1e-12
         if t == 0:
             np.testing.assert_allclose(hits.normal[row], -unit, atol=1e-12)
@@ -294,12 +337,23 @@ def check_against_reference(field, args, origins, directions, max_distance=np.in
 def random_rays(rng, args, count, spread=3.0):
     heights, spacing, origin, _ = args
     ny, nx = np.shape(heights)
-    center = np.array([origin[0] + spacing[0] * (nx - 1) / 2, origin[1] + spacing[1] * (ny - 1) / 2,
-                       float(np.mean(heights))])
+    center = np.array(
+        [
+            origin[0] + spacing[0] * (nx - 1) / 2,
+            origin[1] + spacing[1] * (ny - 1) / 2,
+            float(np.mean(heights)),
+        ]
+    )
     size = max(spacing[0] * (nx - 1), spacing[1] * (ny - 1), np.ptp(heights), 1.0)
     origins = center + rng.normal(0, spread * size / 3, (count, 3))
-    targets = center + rng.uniform(-0.6, 0.6, (count, 3)) * [spacing[0] * (nx - 1), spacing[1] * (ny - 1), np.ptp(heights) + 1]
-    directions = np.where(rng.random((count, 1)) < 0.7, targets - origins, rng.normal(size=(count, 3)))
+    targets = center + rng.uniform(-0.6, 0.6, (count, 3)) * [
+        spacing[0] * (nx - 1),
+        spacing[1] * (ny - 1),
+        np.ptp(heights) + 1,
+    ]
+    directions = np.where(
+        rng.random((count, 1)) < 0.7, targets - origins, rng.normal(size=(count, 3))
+    )
     return origins, directions
 
 
@@ -322,7 +376,7 @@ def test_terrains_match_brute_force(name, surface):
     spacing = tuple(rng.uniform(0.5, 2.0, 2))
     origin = tuple(rng.uniform(-3, 3, 2))
     diagonals = rng.random((heights.shape[0] - 1, heights.shape[1] - 1)) < 0.5
-    for diag in ([None, diagonals] if surface == "TRIANGLES" else [None]):
+    for diag in [None, diagonals] if surface == "TRIANGLES" else [None]:
         field, args = field_and_args(heights, spacing, origin, surface, diag)
         origins, directions = random_rays(rng, args, 120 if surface == "TRIANGLES" else 60)
         compared = check_against_reference(field, args, origins, directions)
@@ -330,17 +384,23 @@ def test_terrains_match_brute_force(name, surface):
 
 
 @settings(max_examples=100, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), ny=st.integers(2, 11), nx=st.integers(2, 11),
-       surface=st.sampled_from(["TRIANGLES", "BILINEAR"]), with_diagonals=st.booleans(),
-       integer_heights=st.booleans())
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    ny=st.integers(2, 11),
+    nx=st.integers(2, 11),
+    surface=st.sampled_from(["TRIANGLES", "BILINEAR"]),
+    with_diagonals=st.booleans(),
+    integer_heights=st.booleans(),
+)
 def test_random_terrains_match_brute_force(seed, ny, nx, surface, with_diagonals, integer_heights):
     rng = np.random.default_rng(seed)
     heights = rng.normal(0, 2, (ny, nx))
     if integer_heights:
         heights = heights.round()
     diagonals = rng.random((ny - 1, nx - 1)) < 0.5 if with_diagonals else None
-    field, args = field_and_args(heights, tuple(rng.uniform(0.3, 3, 2)), tuple(rng.uniform(-5, 5, 2)),
-                                 surface, diagonals)
+    field, args = field_and_args(
+        heights, tuple(rng.uniform(0.3, 3, 2)), tuple(rng.uniform(-5, 5, 2)), surface, diagonals
+    )
     origins, directions = random_rays(rng, args, 16)
     # Integer grid points and axis-aligned directions, where ties are the rule.
     if integer_heights:
@@ -417,10 +477,10 @@ def test_side_walls(surface):
     heights = np.array([[1.0, 2.0, 3.0], [2.0, 5.0, 1.0], [0.0, 1.0, 2.0]])
     field, args = field_and_args(heights, spacing=(2.0, 1.0), origin=(10.0, 20.0), surface=surface)
     cases = [  # (origin, direction, outward normal); edge heights are linear along the edge
-        ([5.0, 20.5, 1.0], [1, 0, 0], [-1, 0, 0]),    # x = 10 wall, edge height 1.5 there
-        ([20.0, 21.0, 0.5], [-1, 0, 0], [1, 0, 0]),   # x = 14 wall, height 1
-        ([11.0, 15.0, 1.0], [0, 1, 0], [0, -1, 0]),   # y = 20 wall, height 1.5
-        ([13.0, 30.0, 1.4], [0, -1, 0], [0, 1, 0]),   # y = 22 wall, height 1.5
+        ([5.0, 20.5, 1.0], [1, 0, 0], [-1, 0, 0]),  # x = 10 wall, edge height 1.5 there
+        ([20.0, 21.0, 0.5], [-1, 0, 0], [1, 0, 0]),  # x = 14 wall, height 1
+        ([11.0, 15.0, 1.0], [0, 1, 0], [0, -1, 0]),  # y = 20 wall, height 1.5
+        ([13.0, 30.0, 1.4], [0, -1, 0], [0, 1, 0]),  # y = 22 wall, height 1.5
         ([5.0, 21.0, -1e6], [1, 0, 0.001], [-1, 0, 0]),  # far below: still the wall
     ]
     origins = [c[0] for c in cases]
@@ -439,7 +499,9 @@ def test_side_walls(surface):
 
 def test_origin_inside_and_max_distance():
     field, args = field_and_args(SPIKE)
-    hits = raycast(field, [[3, 3, 3.9], [2.5, 2.5, -100], [3, 3, 4.0]], [[1, 2, 3], [0, 0, -1], [0, 0, 1]])
+    hits = raycast(
+        field, [[3, 3, 3.9], [2.5, 2.5, -100], [3, 3, 4.0]], [[1, 2, 3], [0, 0, -1], [0, 0, 1]]
+    )
     assert hits.hit.all() and (hits.distance == 0).all()
     np.testing.assert_allclose(hits.point, [[3, 3, 3.9], [2.5, 2.5, -100], [3, 3, 4]])
     down = cast(field, [[3, 3, 10]] * 3, [0, 0, -1], max_distance=[5.9, 6.0, 6.1])
@@ -453,8 +515,13 @@ def test_negative_heights_and_huge_coordinates():
     heights = -1000.0 - np.arange(12.0).reshape(3, 4)
     field, args = field_and_args(heights, spacing=(0.5, 0.25), origin=(1e6, -2e6))
     rng = np.random.default_rng(5)
-    origins = np.column_stack([1e6 + rng.uniform(-1, 2.5, 50), -2e6 + rng.uniform(-0.5, 1, 50),
-                               rng.uniform(-1020, -990, 50)])
+    origins = np.column_stack(
+        [
+            1e6 + rng.uniform(-1, 2.5, 50),
+            -2e6 + rng.uniform(-0.5, 1, 50),
+            rng.uniform(-1020, -990, 50),
+        ]
+    )
     directions = rng.normal(size=(50, 3))
     check_against_reference(field, args, origins, directions, tolerance=1e-7)
 
@@ -488,7 +555,9 @@ def test_placed_rotated_and_scaled_terrain():
         point = matrix[:3, :3] @ local_point + matrix[:3, 3]
         assert hits.hit[row]
         np.testing.assert_allclose(hits.point[row], point, atol=1e-8)
-        np.testing.assert_allclose(hits.distance[row], np.linalg.norm(point - origins[row]), atol=1e-8)
+        np.testing.assert_allclose(
+            hits.distance[row], np.linalg.norm(point - origins[row]), atol=1e-8
+        )
         if a[1] is not None and a[0] > 0:
             normal = inverse[:3, :3].T @ a[1]
             np.testing.assert_allclose(hits.normal[row], normal / np.linalg.norm(normal), atol=1e-6)
@@ -496,6 +565,7 @@ def test_placed_rotated_and_scaled_terrain():
 
 
 # -- MARCH (seed 004) ------------------------------------------------------------------------
+
 
 def spike_rays(count, rng):
     """Near-horizontal rays through the spike's upper half, from all around."""
@@ -554,6 +624,7 @@ def test_march_bisection_reads_the_height_at_each_midpoint():
 
 # -- the hierarchy, big grids, many rays -----------------------------------------------------
 
+
 def test_hierarchy_is_lazy_cached_and_fast():
     rng = np.random.default_rng(0)
     field = Heightfield(rng.random((1024, 1024)))
@@ -571,8 +642,13 @@ def test_many_rays_on_a_larger_grid_match_a_sample_of_the_reference():
     heights[rng.integers(0, 40, 10), rng.integers(0, 50, 10)] += 15  # spikes
     field, args = field_and_args(heights, spacing=(0.5, 0.5))
     n = 20_000  # several chunks
-    origins = np.column_stack([rng.uniform(-2, 27, n), rng.uniform(-2, 22, n),
-                               rng.uniform(heights.max(), heights.max() + 5, n)])
+    origins = np.column_stack(
+        [
+            rng.uniform(-2, 27, n),
+            rng.uniform(-2, 22, n),
+            rng.uniform(heights.max(), heights.max() + 5, n),
+        ]
+    )
     directions = np.column_stack([rng.normal(0, 0.6, (n, 2)), -np.ones(n)])
     hits = raycast(field, origins, directions)
     rows = rng.choice(n, 60, replace=False)
@@ -590,8 +666,8 @@ def multi_block_terrain(rng, ny, nx):
     y, x = np.mgrid[0:ny, 0:nx]
     heights = 3 * np.sin(x / 7.0) * np.cos(y / 11.0) + rng.normal(0, 0.3, (ny, nx))
     heights[rng.integers(0, ny, 12), rng.integers(0, nx, 12)] += 12.0  # one-vertex spikes
-    heights[5:20, 30:50] = 4.0                                           # plateau
-    heights[:, 60:] -= 6.0                                               # cliff
+    heights[5:20, 30:50] = 4.0  # plateau
+    heights[:, 60:] -= 6.0  # cliff
     return heights.round(3)
 
 
@@ -602,27 +678,34 @@ def mixed_rays(rng, heights, spacing, count):
     width, depth = spacing[0] * (nx - 1), spacing[1] * (ny - 1)
     lo, hi = heights.min(), heights.max()
     kind = rng.integers(0, 4, count)
-    origins = np.column_stack([rng.uniform(-0.1 * width, 1.1 * width, count),
-                               rng.uniform(-0.1 * depth, 1.1 * depth, count),
-                               rng.uniform(hi, hi + 5, count)])
+    origins = np.column_stack(
+        [
+            rng.uniform(-0.1 * width, 1.1 * width, count),
+            rng.uniform(-0.1 * depth, 1.1 * depth, count),
+            rng.uniform(hi, hi + 5, count),
+        ]
+    )
     directions = np.column_stack([rng.normal(0, 0.5, (count, 2)), -np.ones(count)])
     grazing = kind == 1
     origins[grazing, 2] = rng.uniform(lo, hi, grazing.sum())
-    directions[grazing] = np.column_stack([rng.normal(0, 1, (grazing.sum(), 2)),
-                                           rng.normal(0, 0.03, grazing.sum())])
+    directions[grazing] = np.column_stack(
+        [rng.normal(0, 1, (grazing.sum(), 2)), rng.normal(0, 0.03, grazing.sum())]
+    )
     side = kind == 2
     origins[side, 0] = -1.0
     origins[side, 2] = rng.uniform(lo - 2, hi, side.sum())
-    directions[side] = np.column_stack([np.ones(side.sum()), rng.normal(0, 0.5, side.sum()),
-                                        rng.normal(0, 0.1, side.sum())])
+    directions[side] = np.column_stack(
+        [np.ones(side.sum()), rng.normal(0, 0.5, side.sum()), rng.normal(0, 0.1, side.sum())]
+    )
     up = kind == 3
     origins[up, 2] = rng.uniform(lo - 1, hi, up.sum())
     directions[up, 2] = rng.uniform(0.01, 0.5, up.sum())
     return origins, directions
 
 
-@pytest.mark.parametrize("surface,diagonal", [("TRIANGLES", False), ("TRIANGLES", True),
-                                              ("BILINEAR", False)])
+@pytest.mark.parametrize(
+    "surface,diagonal", [("TRIANGLES", False), ("TRIANGLES", True), ("BILINEAR", False)]
+)
 def test_multi_block_grids_match_brute_force(surface, diagonal):
     """Grids of many blocks and pyramid levels: the skips and block walk never lose a hit."""
     rng = np.random.default_rng(17 + diagonal)
@@ -638,6 +721,7 @@ def test_multi_block_grids_match_brute_force(surface, diagonal):
 
 
 # -- bad input -------------------------------------------------------------------------------
+
 
 def test_bad_input_names_the_argument():
     good = np.zeros((3, 3))

@@ -1,17 +1,20 @@
 """Placed shapes: any affine matrix; rays go to local space and hits come back to world."""
+
 import numpy as np
+import reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-import reference
 from core import Cylinder, Placed, Sphere, raycast
 
 
 def random_affine(rng, scale_range=(0.3, 3.0)):
     q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
     matrix = np.eye(4)
-    matrix[:3, :3] = q @ np.diag(rng.uniform(*scale_range, 3)) @ np.linalg.qr(rng.normal(size=(3, 3)))[0]
+    matrix[:3, :3] = (
+        q @ np.diag(rng.uniform(*scale_range, 3)) @ np.linalg.qr(rng.normal(size=(3, 3)))[0]
+    )
     matrix[:3, 3] = rng.uniform(-3, 3, 3)
     return matrix
 
@@ -57,7 +60,8 @@ def test_ellipsoid_from_any_affine_matrix():
     for seed in range(3):
         matrix = random_affine(rng)
         check_against_local_reference(
-            sphere, matrix, lambda o, d: reference.ray_sphere(o, d, sphere.center, 1.1), seed)
+            sphere, matrix, lambda o, d: reference.ray_sphere(o, d, sphere.center, 1.1), seed
+        )
 
 
 def test_elliptic_sheared_cylinder():
@@ -66,8 +70,11 @@ def test_elliptic_sheared_cylinder():
     for seed in range(3):
         matrix = random_affine(rng)
         check_against_local_reference(
-            cylinder, matrix,
-            lambda o, d: reference.ray_cylinder(o, d, (0, 0, -1), (0, 0, 1), 0.7), seed)
+            cylinder,
+            matrix,
+            lambda o, d: reference.ray_cylinder(o, d, (0, 0, -1), (0, 0, 1), 0.7),
+            seed,
+        )
 
 
 def test_axis_permuting_matrices_with_sign_flips():
@@ -82,10 +89,14 @@ def test_axis_permuting_matrices_with_sign_flips():
         matrix[:3, :3] = np.eye(3)[list(order)] * np.array(sign) * [1.0, 2.5, 1.5][seed % 3]
         matrix[:3, 3] = [1.5, -0.5, 2.0]
         check_against_local_reference(
-            sphere, matrix, lambda o, d: reference.ray_sphere(o, d, sphere.center, 1.1), seed)
+            sphere, matrix, lambda o, d: reference.ray_sphere(o, d, sphere.center, 1.1), seed
+        )
         check_against_local_reference(
-            cylinder, matrix,
-            lambda o, d: reference.ray_cylinder(o, d, (0, 0, -1), (0, 0, 1), 0.7), seed)
+            cylinder,
+            matrix,
+            lambda o, d: reference.ray_cylinder(o, d, (0, 0, -1), (0, 0, 1), 0.7),
+            seed,
+        )
 
 
 def test_max_distance_is_measured_in_world_units():
@@ -114,9 +125,11 @@ def test_circle_placed_in_2d():
 
 
 @settings(max_examples=60, deadline=None)
-@given(scales=arrays(np.float64, 3, elements=st.floats(0.2, 5)),
-       origin=arrays(np.float64, 3, elements=st.floats(-6, 6)),
-       target=arrays(np.float64, 3, elements=st.floats(-1, 1)))
+@given(
+    scales=arrays(np.float64, 3, elements=st.floats(0.2, 5)),
+    origin=arrays(np.float64, 3, elements=st.floats(-6, 6)),
+    target=arrays(np.float64, 3, elements=st.floats(-1, 1)),
+)
 def test_property_scaled_sphere_points_satisfy_the_ellipsoid(scales, origin, target):
     direction = target - origin
     if np.linalg.norm(direction) < 1e-3:

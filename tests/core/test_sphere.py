@@ -1,12 +1,13 @@
 """Ray vs sphere (3D) and circle (2D) against an mpmath closed form and brute force."""
+
 import numpy as np
 import pytest
+import reference
+from checks import assert_matches_reference, assert_no_earlier_hit, assert_unit_outward
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-import reference
-from checks import assert_matches_reference, assert_no_earlier_hit, assert_unit_outward
 from core import Placed, Sphere, raycast
 
 CENTER = np.array([0.3, -0.2, 0.5])
@@ -36,8 +37,8 @@ def test_random_rays_match_mpmath():
     hits = raycast(Sphere(CENTER, RADIUS), origins, directions)
     assert 50 < hits.hit.sum() < 280
     assert_matches_reference(
-        hits, origins, directions,
-        lambda o, d: reference.ray_sphere(o, d, CENTER, RADIUS))
+        hits, origins, directions, lambda o, d: reference.ray_sphere(o, d, CENTER, RADIUS)
+    )
     assert_no_earlier_hit(hits, origins, directions, sphere_inside)
     assert_unit_outward(hits, lambda p: (p - CENTER) / RADIUS)
 
@@ -50,7 +51,8 @@ def test_circle_2d_matches_mpmath():
     assert hits.point.shape == (200, 2) and hits.normal.shape == (200, 2)
     assert 30 < hits.hit.sum() < 190
     assert_matches_reference(
-        hits, origins, directions, lambda o, d: reference.ray_sphere(o, d, center, 1.25))
+        hits, origins, directions, lambda o, d: reference.ray_sphere(o, d, center, 1.25)
+    )
 
 
 def test_tangent_ray_hits_in_2d_and_3d():
@@ -93,8 +95,12 @@ def test_axis_parallel_rays():
     directions = [[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 0, -1]]
     hits = raycast(Sphere((0, 0, 0), 1.0), origins, directions)
     assert_matches_reference(
-        hits, np.array(origins, float), np.array(directions, float),
-        lambda o, d: reference.ray_sphere(o, d, (0, 0, 0), 1.0), tolerance=1e-15)
+        hits,
+        np.array(origins, float),
+        np.array(directions, float),
+        lambda o, d: reference.ray_sphere(o, d, (0, 0, 0), 1.0),
+        tolerance=1e-15,
+    )
 
 
 def far_rays(rng, center, radius, impact):
@@ -116,8 +122,13 @@ def test_far_origins_keep_distance_to_1e_minus_9_radius():
     hits = raycast(Sphere(center, radius), origins, directions)
     assert hits.hit.sum() == 150
     assert_matches_reference(
-        hits, origins, directions, lambda o, d: reference.ray_sphere(o, d, center, radius),
-        tolerance=1e-9 * radius, relative=False)
+        hits,
+        origins,
+        directions,
+        lambda o, d: reference.ray_sphere(o, d, center, radius),
+        tolerance=1e-9 * radius,
+        relative=False,
+    )
 
 
 def test_far_grazing_rays_are_classified_correctly():
@@ -133,7 +144,9 @@ def test_far_grazing_rays_are_classified_correctly():
     np.testing.assert_array_equal(hits.hit, impact <= radius)
     half_chord = np.sqrt(np.maximum(radius**2 - impact**2, 0))
     for row in np.flatnonzero(hits.hit):
-        t = reference.as_float(reference.ray_sphere(origins[row], directions[row], center, radius))[0]
+        t = reference.as_float(reference.ray_sphere(origins[row], directions[row], center, radius))[
+            0
+        ]
         assert abs(hits.distance[row] - t) <= 1e-9 * radius * radius / half_chord[row]
 
 
@@ -170,24 +183,31 @@ finite = st.floats(-10, 10, allow_nan=False, allow_infinity=False)
 
 
 @settings(max_examples=150, deadline=None)
-@given(origin=arrays(np.float64, 3, elements=finite),
-       direction=arrays(np.float64, 3, elements=finite).filter(lambda d: np.linalg.norm(d) > 1e-3),
-       center=arrays(np.float64, 3, elements=st.floats(-3, 3)),
-       radius=st.floats(0.01, 5))
+@given(
+    origin=arrays(np.float64, 3, elements=finite),
+    direction=arrays(np.float64, 3, elements=finite).filter(lambda d: np.linalg.norm(d) > 1e-3),
+    center=arrays(np.float64, 3, elements=st.floats(-3, 3)),
+    radius=st.floats(0.01, 5),
+)
 def test_property_matches_mpmath(origin, direction, center, radius):
     hits = raycast(Sphere(center, radius), origin[None], direction[None])
     gap = closest_gap(origin[None], direction[None], center)[0]
     near_surface = abs(np.linalg.norm(origin - center) - radius) < 1e-12 * max(1, radius)
     assert_matches_reference(
-        hits, origin[None], direction[None],
+        hits,
+        origin[None],
+        direction[None],
         lambda o, d: reference.ray_sphere(o, d, center, radius),
         tolerance=1e-9,
-        ambiguous=lambda row: abs(gap - radius) < 1e-9 * max(1, radius) or near_surface)
+        ambiguous=lambda row: abs(gap - radius) < 1e-9 * max(1, radius) or near_surface,
+    )
 
 
 @settings(max_examples=100, deadline=None)
-@given(origin=arrays(np.float64, 3, elements=finite),
-       direction=arrays(np.float64, 3, elements=finite).filter(lambda d: np.linalg.norm(d) > 1e-3))
+@given(
+    origin=arrays(np.float64, 3, elements=finite),
+    direction=arrays(np.float64, 3, elements=finite).filter(lambda d: np.linalg.norm(d) > 1e-3),
+)
 def test_property_hit_point_is_on_the_sphere_and_first(origin, direction):
     hits = raycast(Sphere(CENTER, RADIUS), origin[None], direction[None])
     assert_no_earlier_hit(hits, origin[None], direction[None], sphere_inside)
@@ -205,8 +225,9 @@ def test_ellipsoid_through_placed_matches_scaled_reference():
     hits = raycast(Placed(Sphere((0, 0, 0), 1.0), matrix), origins, directions)
     scale = np.array([2.0, 1.0, 0.5])
     for row in range(100):
-        local = reference.as_float(reference.ray_sphere(
-            origins[row] / scale, directions[row] / scale, (0, 0, 0), 1.0))
+        local = reference.as_float(
+            reference.ray_sphere(origins[row] / scale, directions[row] / scale, (0, 0, 0), 1.0)
+        )
         if local is None:
             assert not hits.hit[row]
             continue

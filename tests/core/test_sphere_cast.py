@@ -1,11 +1,12 @@
 """Sphere cast vs sphere against an mpmath closed form, brute force and ray casts."""
+
 import numpy as np
 import pytest
+import reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-import reference
 from core import Cylinder, Placed, Sphere, raycast, sphere_cast
 
 CENTER = np.array([0.5, -0.25, 1.0])
@@ -44,7 +45,9 @@ def test_random_casts_match_mpmath_and_touch_without_overlap_before():
         # The moving sphere touches the target at the contact and overlaps it nowhere before.
         assert abs(np.linalg.norm(casts.center[row] - CENTER) - reach) < 1e-9
         unit = (ends[row] - starts[row]) / np.linalg.norm(ends[row] - starts[row])
-        earlier = starts[row] + np.linspace(0, casts.distance[row], 300, endpoint=False)[:, None] * unit
+        earlier = (
+            starts[row] + np.linspace(0, casts.distance[row], 300, endpoint=False)[:, None] * unit
+        )
         assert (np.linalg.norm(earlier - CENTER, axis=1) > reach * (1 - 1e-12)).all()
         # The contact point is on both spheres' surfaces.
         assert abs(np.linalg.norm(casts.point[row] - CENTER) - RADIUS) < 1e-9
@@ -85,16 +88,22 @@ def test_zero_radius_cast_equals_ray_cast_clipped_to_the_segment():
     ends = rng.uniform(-3, 3, (n, 3))
     sphere = Sphere(CENTER, RADIUS)
     casts = sphere_cast(sphere, starts, ends, 0.0)
-    rays = raycast(sphere, starts, ends - starts, max_distance=np.linalg.norm(ends - starts, axis=1))
+    rays = raycast(
+        sphere, starts, ends - starts, max_distance=np.linalg.norm(ends - starts, axis=1)
+    )
     np.testing.assert_array_equal(casts.hit, rays.hit)
     assert casts.hit.any() and not casts.hit.all()
-    np.testing.assert_allclose(casts.distance[casts.hit], rays.distance[rays.hit], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        casts.distance[casts.hit], rays.distance[rays.hit], rtol=0, atol=1e-12
+    )
     np.testing.assert_allclose(casts.point[casts.hit], rays.point[rays.hit], atol=1e-12)
     np.testing.assert_allclose(casts.normal[casts.hit], rays.normal[rays.hit], atol=1e-12)
 
 
 def test_segment_end_is_inclusive():
-    casts = sphere_cast(Sphere((0, 0, 0), 1.0), [[-5, 0, 0], [-5, 0, 0]], [[-1.5, 0, 0], [-1.6, 0, 0]], 0.5)
+    casts = sphere_cast(
+        Sphere((0, 0, 0), 1.0), [[-5, 0, 0], [-5, 0, 0]], [[-1.5, 0, 0], [-1.6, 0, 0]], 0.5
+    )
     np.testing.assert_array_equal(casts.hit, [True, False])
 
 
@@ -108,7 +117,9 @@ def test_disc_cast_in_2d():
 
 def test_placed_sphere_with_rotation_and_uniform_scale():
     angle = 0.7
-    rotation = np.array([[np.cos(angle), -np.sin(angle), 0], [np.sin(angle), np.cos(angle), 0], [0, 0, 1]])
+    rotation = np.array(
+        [[np.cos(angle), -np.sin(angle), 0], [np.sin(angle), np.cos(angle), 0], [0, 0, 1]]
+    )
     matrix = np.eye(4)
     matrix[:3, :3] = 2.5 * rotation
     matrix[:3, 3] = [1.0, -2.0, 0.5]
@@ -128,11 +139,15 @@ def test_placed_sphere_with_rotation_and_uniform_scale():
 
 def test_non_uniform_placement_and_unsupported_targets_raise():
     with pytest.raises(ValueError, match="non-uniform scale"):
-        sphere_cast(Placed(Sphere((0, 0, 0), 1), np.diag([1, 2, 1, 1.0])), [0, 0, 5], [0, 0, -5], 0.1)
+        sphere_cast(
+            Placed(Sphere((0, 0, 0), 1), np.diag([1, 2, 1, 1.0])), [0, 0, 5], [0, 0, -5], 0.1
+        )
     with pytest.raises(ValueError, match="supports Sphere targets.*Cylinder"):
         sphere_cast(Cylinder((0, 0, 0), (0, 0, 1), 1), [0, 0, 5], [0, 0, -5], 0.1)
     with pytest.raises(ValueError, match="supports Sphere targets.*Cylinder"):
-        sphere_cast(Placed(Cylinder((0, 0, 0), (0, 0, 1), 1), np.eye(4)), [0, 0, 5], [0, 0, -5], 0.1)
+        sphere_cast(
+            Placed(Cylinder((0, 0, 0), (0, 0, 1), 1), np.eye(4)), [0, 0, 5], [0, 0, -5], 0.1
+        )
     with pytest.raises(ValueError, match="radius"):
         sphere_cast(Sphere((0, 0, 0), 1), [0, 0, 5], [0, 0, -5], -0.1)
 
@@ -141,8 +156,12 @@ finite = st.floats(-8, 8, allow_nan=False, allow_infinity=False)
 
 
 @settings(max_examples=150, deadline=None)
-@given(start=arrays(np.float64, 3, elements=finite), end=arrays(np.float64, 3, elements=finite),
-       cast_radius=st.floats(0, 2), radius=st.floats(0.05, 3))
+@given(
+    start=arrays(np.float64, 3, elements=finite),
+    end=arrays(np.float64, 3, elements=finite),
+    cast_radius=st.floats(0, 2),
+    radius=st.floats(0.05, 3),
+)
 def test_property_matches_mpmath(start, end, cast_radius, radius):
     casts = sphere_cast(Sphere(CENTER, radius), start[None], end[None], cast_radius)
     reach = radius + cast_radius
@@ -151,7 +170,11 @@ def test_property_matches_mpmath(start, end, cast_radius, radius):
     # Skip rounding-decided cases: start on the reach sphere, tangent, or contact at the end.
     m = start - CENTER
     gap = np.linalg.norm(m - (m @ segment) / (length**2) * segment) if length > 0 else np.inf
-    fragile = (abs(np.linalg.norm(m) - reach) < 1e-9 or abs(gap - reach) < 1e-9
-               or abs(np.linalg.norm(end - CENTER) - reach) < 1e-9)
-    assert_matches_cast_reference(casts, start[None], end[None], cast_radius, CENTER, radius,
-                                  skip=(0,) if fragile else ())
+    fragile = (
+        abs(np.linalg.norm(m) - reach) < 1e-9
+        or abs(gap - reach) < 1e-9
+        or abs(np.linalg.norm(end - CENTER) - reach) < 1e-9
+    )
+    assert_matches_cast_reference(
+        casts, start[None], end[None], cast_radius, CENTER, radius, skip=(0,) if fragile else ()
+    )

@@ -1,5 +1,6 @@
 """Bad input raises ValueError naming the argument (and the first bad row); nothing is
 silently turned into a miss."""
+
 import numpy as np
 import pytest
 
