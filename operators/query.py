@@ -216,7 +216,8 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
 
 
 class GEOMETRY_QUERIES_OT_clear_hits(bpy.types.Operator):
-    """Remove every object and collection Geometry Queries created (and nothing else)"""
+    """Remove the objects and collections Geometry Queries created in this scene (and nothing
+    else)"""
 
     bl_idname = "geometry_queries.clear_hits"
     bl_label = "Clear Hits"
@@ -224,13 +225,13 @@ class GEOMETRY_QUERIES_OT_clear_hits(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if not results.anything_created():
-            cls.poll_message_set("Nothing to clear: there are no Geometry Queries results")
+        if not results.anything_created(context.scene):
+            cls.poll_message_set("Nothing to clear: this scene has no Geometry Queries results")
             return False
         return True
 
     def execute(self, context):
-        removed = results.remove_created()
+        removed = results.remove_created(context.scene)
         message = f"Removed {removed} {'object' if removed == 1 else 'objects'}"
         self.report({"INFO"}, message)
         store_last_result(context, message)

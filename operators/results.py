@@ -130,27 +130,57 @@ def write_cast_markers(scene, contact, target_name: str, radius: float) -> list:
     return [centre, point]
 
 
-def created_objects() -> list:
-    return [obj for obj in bpy.data.objects if TAG in obj]
+def scene_collections(scene) -> list:
+    """``scene``'s master collection and every collection under it."""
+    return [scene.collection, *scene.collection.children_recursive]
 
 
-def remove_created() -> int:
-    """Remove every object, mesh and collection the add-on created; returns the number of
-    objects removed. A tagged collection that still holds someone else's objects stays."""
-    objects = created_objects()
-    meshes = {obj.data for obj in objects if obj.type == "MESH" and TAG in obj.data}
+def created_in(scene):
+    """(tagged objects, tagged collections) in ``scene``: what Clear Hits removes there."""
+    objects = [obj for obj in scene.objects if TAG in obj]
+    collections = [c for c in scene.collection.children_recursive if TAG in c]
+    return objects, collections
+
+
+def remove_created(scene) -> int:
+    """Take everything the add-on created out of ``scene`` (tagged objects and collections
+    only, never a user's own); returns the number of objects taken out.
+
+    Other scenes keep theirs. What ``scene`` shares with another scene (a Linked Copy shares
+    the hits collection) is only unlinked from ``scene``; the rest is deleted, with the point
+    meshes' data. A tagged collection that still holds someone else's objects stays."""
+    objects, collections = created_in(scene)
+    others = [other for other in bpy.data.scenes if other != scene]
+    shared_objects = {obj for other in others for obj in other.objects}
+    shared_collections = {c for other in others for c in scene_collections(other)}
+    own_collections = [c for c in scene_collections(scene) if c not in shared_collections]
+
+    for collection in collections:
+        if collection in shared_collections:
+            for parent in own_collections:
+                if collection.name in parent.children:
+                    parent.children.unlink(collection)
+    meshes = set()
     for obj in objects:
-        bpy.data.objects.remove(obj, do_unlink=True)
+        if obj in shared_objects:
+            for collection in own_collections:
+                if obj.name in collection.objects:
+                    collection.objects.unlink(obj)
+        else:
+            if obj.type == "MESH" and TAG in obj.data:
+                meshes.add(obj.data)
+            bpy.data.objects.remove(obj, do_unlink=True)
     for mesh in meshes:
         if mesh.users == 0:
             bpy.data.meshes.remove(mesh)
-    for collection in [c for c in bpy.data.collections if TAG in c]:
+    for collection in collections:
+        if collection in shared_collections:
+            continue
         if not collection.all_objects and not collection.children:
             bpy.data.collections.remove(collection)
     return len(objects)
 
 
-def anything_created() -> bool:
-    return any(TAG in obj for obj in bpy.data.objects) or any(
-        TAG in collection for collection in bpy.data.collections
-    )
+def anything_created(scene) -> bool:
+    objects, collections = created_in(scene)
+    return bool(objects or collections)

@@ -101,3 +101,71 @@ def test_hits_go_into_one_collection_across_queries(empty_scene):
     assert [c.name for c in bpy.data.collections] == ["Geometry Query Hits"]
     assert len(bpy.data.collections["Geometry Query Hits"].objects) == 3
     assert before == snapshot()
+
+
+def scene_with_markers(name):
+    """A new scene holding a sphere and the markers of one Fire Ray (two hits: a fan of 2)
+    and one point mesh, with a user empty named like a marker and a user collection named
+    like the hits collection; returns the scene."""
+    scene = bpy.data.scenes.new(name)
+    bpy.context.window.scene = scene
+    look_alike = bpy.data.objects.new(f"{name} Sphere hit", None)  # named like a marker
+    look_alike_collection = bpy.data.collections.new("Geometry Query Hits")
+    scene.collection.children.link(look_alike_collection)
+    look_alike_collection.objects.link(look_alike)
+    sphere = add_uv_sphere(name=f"{name} Sphere", radius=1.0, location=(0.0, 0.0, -5.0))
+    select_only(sphere)
+    bpy.ops.geometry_queries.fire_ray(
+        origin=(0, 0, 0), direction=(0, 0, -1), pattern="FAN", fan_count=2, fan_angle=0.1
+    )
+    bpy.ops.geometry_queries.fire_ray(
+        origin=(0, 0, 0), direction=(0, 0, -1), pattern="GRID", output="POINT_MESH"
+    )
+    assert look_alike.name == f"{name} Sphere hit" and TAG not in look_alike
+    return scene
+
+
+def tagged_in(scene):
+    return sorted(obj.name for obj in scene.objects if TAG in obj)
+
+
+def test_clear_hits_clears_the_current_scene_only(empty_scene):
+    first, second = scene_with_markers("First"), scene_with_markers("Second")
+    assert len(tagged_in(first)) == len(tagged_in(second)) == 3
+    second_before = tagged_in(second)
+    everything_but_first = sorted(
+        obj.name for obj in bpy.data.objects if obj.name not in tagged_in(first)
+    )
+
+    bpy.context.window.scene = first
+    bpy.ops.geometry_queries.clear_hits()
+    assert tagged_in(first) == []
+    assert tagged_in(second) == second_before  # the other scene keeps its markers
+    assert sorted(obj.name for obj in bpy.data.objects) == everything_but_first
+    assert "First Sphere hit" in first.objects  # the user's look-alikes stay
+    assert "Second Sphere hit" in second.objects
+    assert [c.name for c in first.collection.children] == ["Geometry Query Hits"]
+    assert first.geometry_queries.last_result == "Removed 3 objects"
+
+    # Nothing left to clear here, though the other scene still has results.
+    assert not bpy.ops.geometry_queries.clear_hits.poll()
+    bpy.context.window.scene = second
+    assert bpy.ops.geometry_queries.clear_hits.poll()
+    bpy.ops.geometry_queries.clear_hits()
+    assert tagged_in(second) == []
+    assert [obj for obj in bpy.data.objects if TAG in obj] == []
+    assert [c for c in bpy.data.collections if TAG in c] == []
+
+
+def test_clear_hits_in_a_linked_copy_unlinks_the_shared_markers_only(empty_scene):
+    """A Linked Copy scene shares the hits collection: clearing there takes the markers out
+    of that scene and leaves them in the original."""
+    original = scene_with_markers("Original")
+    markers = tagged_in(original)
+    bpy.ops.scene.new(type="LINK_COPY")
+    copy = bpy.context.window.scene
+    assert copy != original and tagged_in(copy) == markers
+    bpy.ops.geometry_queries.clear_hits()
+    assert tagged_in(copy) == []
+    assert tagged_in(original) == markers
+    assert copy.geometry_queries.last_result == "Removed 3 objects"
