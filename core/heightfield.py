@@ -244,6 +244,15 @@ class Heightfield:
             self._hierarchy = (block_max.ravel(), reach, inner_reach)
         return self._hierarchy
 
+    def held_arrays(self) -> list:
+        """Every numpy array this terrain keeps once it has been queried: the heights, the
+        diagonals and their float copy, and the max hierarchy (built here when it is not
+        yet). Their total ``nbytes`` is what keeping the terrain around costs."""
+        block_max, reach, inner_reach = self.hierarchy
+        arrays = [self.heights, self.diagonals, self._anti, block_max]
+        arrays += [nodes for _, nodes, _ in (*reach, *inner_reach)]
+        return [array for array in arrays if isinstance(array, np.ndarray)]
+
     # -- the surface -----------------------------------------------------------------------
 
     def _corners(self, i, j):

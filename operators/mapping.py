@@ -260,8 +260,9 @@ def as_terrain(mesh, points: np.ndarray):
 
 
 def terrain_arrays(shape) -> list:
-    """The arrays a recognised Heightfield holds (made read-only when it is cached)."""
-    return [array for array in (shape.heights, shape.diagonals) if isinstance(array, np.ndarray)]
+    """The arrays a recognised Heightfield holds once queried, its max hierarchy included
+    (built now: the first query needs it anyway); made read-only when it is cached."""
+    return shape.held_arrays()
 
 
 def as_cylinder(mesh, points: np.ndarray, planes):

@@ -45,11 +45,31 @@ difference, even one bit of one vertex, is a miss. The object's placement is nev
 no collision argument at all. Edit mode is never cached: there the mesh may be tessellated
 from its BMesh.
 
-Bounded memory: at most ``MAX_ENTRIES`` objects and ``MAX_BYTES`` of fingerprints and
-heights together, least recently used evicted first; a terrain larger than the whole budget
-(beyond ~1400 x 1400 vertices) is simply not cached. The arrays of a cached shape that
-mapping hands in (a Heightfield's heights and diagonals) are made read-only, since every
-later query shares them.
+Bounded memory: a budget of ``MAX_BYTES`` for everything the entries hold (fingerprints,
+the shapes' arrays, a terrain's max hierarchy), least recently used evicted first; no limit
+on the number of entries. The budget is a quarter of what one 4096 x 4096 Grid terrain costs
+(``grid_terrain_bytes``, per vertex V and per cell C of an n x n grid of quads):
+
+====================================  =============  ===================
+what                                  bytes          4096 x 4096
+====================================  =============  ===================
+positions (float32 x 3)               12 V           192.0 MiB
+corner vertices (4 int32 per quad)    16 C           255.9 MiB
+loop-triangle faces (2 int32)         8 C            127.9 MiB
+heights (float64)                     8 V            128.0 MiB
+diagonals (bool) and float64 copy     C + 8 C        143.9 MiB
+hierarchy: cells level (padded)       8 (n + 1)^2    128.1 MiB
+hierarchy: blocks of 8 x 8 cells      about 0.3 C    4.7 MiB
+total                                                980.5 MiB
+====================================  =============  ===================
+
+so ``MAX_BYTES`` = 245.1 MiB: one terrain of up to 2048 x 2048 vertices is cached (the
+1500 x 1500 grid of issue 11 costs 131.5 MiB, 114.4 MiB when no quad is flipped), or two of
+up to 1448 x 1448, and any number of spheres and cylinders (a 32 x 16 UV sphere: 13 KiB). A
+terrain larger than the whole budget is simply not cached. Tests lower the budget by setting
+the module constant ``MAX_BYTES`` (read at every store). The arrays of a cached shape that
+mapping hands in (a Heightfield's ``held_arrays``) are made read-only, since every later
+query shares them.
 """
 
 from __future__ import annotations
@@ -59,8 +79,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
-MAX_ENTRIES = 8
-MAX_BYTES = 96 * 2**20
+
+def grid_terrain_bytes(n: int) -> int:
+    """What the cache holds for a terrain made from an n x n Grid primitive (quads; see the
+    module docstring): its fingerprint, heights, diagonals and max hierarchy (every block
+    level counted, though levels that skip nothing are left out of the real one)."""
+    vertices, cells = n * n, (n - 1) ** 2
+    fingerprint = 12 * vertices + (4 + 2) * 4 * cells
+    shape = 8 * vertices + cells + 8 * cells
+    hierarchy = 8 * (n + 1) ** 2  # the cells level, padded by one node all round
+    blocks = -(-(n - 1) // 8)  # BLOCK x BLOCK cells each
+    hierarchy += 8 * blocks**2  # block maxima
+    while True:  # the block levels, padded
+        hierarchy += 8 * (blocks + 2) ** 2
+        if blocks <= 3:
+            break
+        blocks = -(-blocks // 2)
+    return fingerprint + shape + hierarchy
+
+
+MAX_BYTES = grid_terrain_bytes(4096) // 4
+"""The cache's memory budget (bytes), a quarter of a 4096 x 4096 terrain; read at every
+store, so a test may set a smaller one."""
 
 
 def read_corner_attribute(mesh, name: str) -> np.ndarray:
@@ -156,15 +196,22 @@ class _Entry:
 class ShapeCache:
     """Per object name, the last shape recognised and the fingerprint it came from."""
 
-    def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES):
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
+    def __init__(self, max_bytes: int | None = None):
+        self._max_bytes = max_bytes
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
+    @property
+    def max_bytes(self) -> int:
+        """The budget: as given, else the module's ``MAX_BYTES`` as it is now."""
+        return MAX_BYTES if self._max_bytes is None else self._max_bytes
+
     def __len__(self):
         return len(self._entries)
+
+    def __contains__(self, name):
+        return name in self._entries
 
     @property
     def nbytes(self) -> int:
@@ -189,18 +236,21 @@ class ShapeCache:
         """Remember ``value`` for ``name`` and ``fingerprint``; ``value_arrays`` are its
         numpy arrays, made read-only and counted against the budget. A triangulation-
         dependent value of a mesh with faces of five or more corners is not stored (their
-        triangulation may depend on cached face normals)."""
+        triangulation may depend on cached face normals); nor is anything larger than the
+        whole budget. Least recently used entries make room."""
         self._entries.pop(name, None)
         if fingerprint.depends_on == "TRIANGULATION" and not fingerprint.only_triangles_and_quads():
             return
         for array in value_arrays:
             array.setflags(write=False)
         nbytes = fingerprint.nbytes + sum(array.nbytes for array in value_arrays)
-        if nbytes > self.max_bytes:
+        budget = self.max_bytes
+        if nbytes > budget:
             return
+        held = self.nbytes
+        while self._entries and held + nbytes > budget:
+            held -= self._entries.popitem(last=False)[1].nbytes
         self._entries[name] = _Entry(fingerprint, value, nbytes)
-        while len(self._entries) > self.max_entries or self.nbytes > self.max_bytes:
-            self._entries.popitem(last=False)
 
 
 SHAPES = ShapeCache()

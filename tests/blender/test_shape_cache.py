@@ -154,18 +154,81 @@ def test_same_positions_other_triangulation_is_seen(empty_scene, modules):
     assert_hits_match_the_evaluated_triangles(grid, seed=4)
 
 
-def test_the_cache_is_bounded(empty_scene, modules):
+def flipped_grid(name, vertices_per_side):
+    """A displaced grid whose triangulation flips some quads (the terrain then holds the
+    float copy of its diagonals too: the most a grid terrain costs)."""
+    grid = add_displaced_grid(name=name, vertices_per_side=vertices_per_side, strength=3.0)
+    assert blender_diagonals(grid).any()
+    return grid
+
+
+@pytest.mark.parametrize("side", [17, 65])
+def test_the_documented_cost_of_a_grid_terrain_is_what_the_cache_holds(empty_scene, modules, side):
     mapping, shape_cache = modules
-    grids = [
-        add_displaced_grid(name=f"Terrain {k}", vertices_per_side=9)
-        for k in range(shape_cache.MAX_ENTRIES + 2)
-    ]
-    for grid in grids:
-        recognize(mapping, grid)
-    assert len(shape_cache.SHAPES) == shape_cache.MAX_ENTRIES
-    assert shape_cache.SHAPES.nbytes <= shape_cache.MAX_BYTES
-    recognize(mapping, grids[-1])  # the most recent ones stay
+    grid = flipped_grid("Terrain", side)
+    recognize(mapping, grid)
+    held = shape_cache.SHAPES.nbytes
+    expected = shape_cache.grid_terrain_bytes(side)
+    # The formula counts every block level of the hierarchy; the terrain leaves out those
+    # that skip nothing (at most a few hundred bytes here).
+    assert expected - 1000 <= held <= expected
+
+
+def test_the_budget_is_a_quarter_of_a_4096_terrain_and_holds_a_1500_one(modules):
+    _, shape_cache = modules
+    assert shape_cache.MAX_BYTES == shape_cache.grid_terrain_bytes(4096) // 4
+    assert 240 * 2**20 < shape_cache.MAX_BYTES < 250 * 2**20
+    assert shape_cache.grid_terrain_bytes(1500) < shape_cache.MAX_BYTES
+    assert shape_cache.SHAPES.max_bytes == shape_cache.MAX_BYTES
+
+
+def test_a_terrain_within_the_budget_is_cached_until_edited(empty_scene, modules, monkeypatch):
+    """The budget set to exactly one 33 x 33 terrain: it is cached and reused; an edit is
+    seen (a new shape, cached in its place); a 34 x 34 terrain does not fit."""
+    mapping, shape_cache = modules
+    monkeypatch.setattr(shape_cache, "MAX_BYTES", shape_cache.grid_terrain_bytes(33))
+    grid = flipped_grid("Terrain", 33)
+    first = recognize(mapping, grid).shape.shape
+    assert "Terrain" in shape_cache.SHAPES
+    assert recognize(mapping, grid).shape.shape is first  # the query, not the build
     assert shape_cache.SHAPES.hits == 1
+
+    grid.modifiers["Displace"].strength = 2.0
+    edited = recognize(mapping, grid).shape.shape
+    assert edited is not first and shape_cache.SHAPES.hits == 1
+    np.testing.assert_allclose(edited.heights, first.heights * (2.0 / 3.0), rtol=1e-5, atol=1e-6)
+    assert recognize(mapping, grid).shape.shape is edited
+    assert shape_cache.SHAPES.hits == 2
+
+    bigger = flipped_grid("Bigger", 34)
+    recognize(mapping, bigger)
+    assert "Bigger" not in shape_cache.SHAPES  # larger than the whole budget
+    assert "Terrain" in shape_cache.SHAPES  # and it evicted nothing for it
+
+
+def test_least_recently_used_terrains_make_room(empty_scene, modules, monkeypatch):
+    mapping, shape_cache = modules
+    monkeypatch.setattr(shape_cache, "MAX_BYTES", 2 * shape_cache.grid_terrain_bytes(17))
+    a, b, c = (flipped_grid(name, 17) for name in ("A", "B", "C"))
+    recognize(mapping, a)
+    recognize(mapping, b)
+    recognize(mapping, a)  # A is now the most recently used
+    recognize(mapping, c)
+    assert ("A" in shape_cache.SHAPES, "B" in shape_cache.SHAPES) == (True, False)
+    assert "C" in shape_cache.SHAPES
+    assert shape_cache.SHAPES.nbytes <= shape_cache.MAX_BYTES
+
+
+def test_many_small_shapes_are_all_cached(empty_scene, modules):
+    """Bounded by memory, not by a count: twenty spheres and terrains all stay."""
+    mapping, shape_cache = modules
+    objects = [add_uv_sphere(name=f"Sphere {k}", location=(3 * k, 0, 0)) for k in range(10)]
+    objects += [add_displaced_grid(name=f"Terrain {k}", vertices_per_side=9) for k in range(10)]
+    for obj in objects:
+        recognize(mapping, obj)
+    for obj in objects:
+        recognize(mapping, obj)
+    assert len(shape_cache.SHAPES) == 20 and shape_cache.SHAPES.hits == 20
 
 
 def test_a_sphere_resized_or_opened_is_seen(empty_scene, modules):
