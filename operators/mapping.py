@@ -39,11 +39,20 @@ otherwise the fit is kept. Centres and cylinder end points snap the same way (a 
 1e-8 from the origin becomes the origin). Terrain heights are the vertex z values as they
 are; the lattice origin and spacing come from the extreme vertices.
 
+Instances. A selected object that instances others (an empty instancing a collection,
+nested or not; a geometry-nodes modifier's instances, of objects or of meshes it makes)
+stands for its instances, each a target at its own instance transform, read from
+``depsgraph.object_instances``; its own mesh counts too when it has vertices. A target is
+named after what it instances, e.g. "Sphere (instance of Rocks via Empty)" or "Geometry
+(instance 3/8 via Points)" (a mesh made by geometry nodes has no object of its own). Each
+distinct mesh is recognised once per call, whatever the number of its instances.
+
 Anything else raises :class:`NotRecognized` (a ValueError) naming the object and why.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -359,39 +368,60 @@ def recognize(obj, depsgraph) -> Recognized:
         raise NotRecognized(f"{obj.name} cannot be queried: {error}") from None
 
 
+def not_a_mesh(name: str, object_type: str) -> NotRecognized:
+    kind = object_type.lower().replace("_", " ")
+    article = "an" if kind[0] in "aeiou" else "a"
+    return NotRecognized(
+        f"{name} is {article} {kind} object, not a mesh "
+        "(only sphere, cylinder and terrain meshes are supported)"
+    )
+
+
 def recognize_shape(obj, depsgraph) -> Recognized:
     name = obj.name
-    if obj.type != "MESH":
-        kind = obj.type.lower().replace("_", " ")
-        article = "an" if kind[0] in "aeiou" else "a"
+    if obj.type == "EMPTY":
+        collection = obj.instance_collection if obj.instance_type == "COLLECTION" else None
+        if collection is not None:
+            raise NotRecognized(
+                f"{name} instances the collection {collection.name}, which holds no meshes "
+                "(only sphere, cylinder and terrain meshes are supported)"
+            )
         raise NotRecognized(
-            f"{name} is {article} {kind} object, not a mesh "
-            "(only sphere, cylinder and terrain meshes are supported)"
+            f"{name} is an empty object that instances nothing (only sphere, cylinder and "
+            "terrain meshes, or an empty instancing a collection of them, are supported)"
         )
+    if obj.type != "MESH":
+        raise not_a_mesh(name, obj.type)
     evaluated = obj.evaluated_get(depsgraph)
+    kind, shape, size = local_shape(name, obj.name_full, evaluated)
+    matrix = world_matrix(evaluated)
+    return Recognized(
+        name, kind, core.Placed(shape, matrix), description(kind, size, scale_description(matrix))
+    )
+
+
+def local_shape(name: str, key: str, evaluated):
+    """(kind, local shape, size) of the evaluated mesh object ``evaluated``, from the shape
+    cache under ``key`` when its mesh is unchanged, else recognised afresh (and stored)."""
     mesh = evaluated.data
     positions = mesh_positions(mesh)
     if len(positions) < 4:
         raise NotRecognized(f"{name} has only {len(positions)} vertices")
     # Edit mode may tessellate from the BMesh: never cached (see shape_cache.py).
     use_cache = evaluated.original.mode != "EDIT"
-    local = SHAPES.lookup(name, mesh, positions) if use_cache else None
+    local = SHAPES.lookup(key, mesh, positions) if use_cache else None
     if local is None:
         local = recognize_local(name, mesh, positions)
         if use_cache:
             kind, shape, _ = local
             depends_on = "TRIANGULATION" if kind == "TERRAIN" else "CLOSEDNESS"
             SHAPES.store(
-                name,
+                key,
                 Fingerprint.read(mesh, positions, depends_on),
                 local,
                 value_arrays=terrain_arrays(shape) if kind == "TERRAIN" else (),
             )
-    kind, shape, size = local
-    matrix = world_matrix(evaluated)
-    return Recognized(
-        name, kind, core.Placed(shape, matrix), description(kind, size, scale_description(matrix))
-    )
+    return local
 
 
 def recognize_local(name, mesh, positions: np.ndarray):
@@ -449,14 +479,144 @@ def as_similarity(placed):
     return core.Placed(placed.shape, matrix)
 
 
+# ---------------------------------------------------------------------------- instances
+# Objects in an instanced collection and geometry-nodes instances are targets at their
+# instance transforms: read from ``depsgraph.object_instances`` (whose items are valid only
+# while iterating, so each instance's mesh is recognised right there). For nested instancing
+# the item's ``parent`` is the top-level instancer, the one the user selects.
+
+SURFACELESS_TYPES = {"EMPTY", "LIGHT", "CAMERA", "SPEAKER", "LIGHT_PROBE", "ARMATURE", "LATTICE"}
+
+
+def may_instance(obj) -> bool:
+    """True when ``obj`` may have instances (geometry nodes' do not set is_instancer)."""
+    return obj.is_instancer or any(
+        modifier.type in {"NODES", "PARTICLE_SYSTEM"} for modifier in obj.modifiers
+    )
+
+
+@dataclass
+class Instance:
+    """One instance of a selected instancer, recognised (or why not) in its own space."""
+
+    base: str  # the instanced object's name, or "Geometry" for a geometry-nodes mesh
+    via: str  # e.g. " of Rocks via Empty" (a collection instance) or " via Points"
+    matrix: np.ndarray  # the instance's matrix_world
+    local: object  # (kind, shape, size) as from local_shape, or the NotRecognized
+
+
+def read_instances(objects, depsgraph) -> dict:
+    """{selected object's pointer: [Instance, ...]} for the objects of ``objects`` that
+    instance something, in the depsgraph's order; objects without a surface (empties,
+    lights, cameras...) are left out. Each distinct mesh is recognised once per call; the
+    cache key of an instanced object is its name, that of a geometry-nodes mesh (which has
+    no object of its own) the generating object's name and the mesh's rank among them."""
+    wanted = {obj.as_pointer() for obj in objects if may_instance(obj)}
+    if not wanted:
+        return {}
+    found = {pointer: [] for pointer in wanted}
+    by_mesh = {}  # mesh pointer -> local_shape result or NotRecognized
+    geometry_ranks = {}  # generating object name -> {mesh pointer: rank}
+    for item in depsgraph.object_instances:
+        if not item.is_instance or item.parent is None:
+            continue
+        parent = item.parent.original
+        if parent.as_pointer() not in wanted:
+            continue
+        evaluated = item.object
+        if evaluated.type in SURFACELESS_TYPES:
+            continue
+        origin = evaluated.original
+        # An instanced object shows its own evaluated data; a geometry-nodes mesh has none
+        # (the item's object may be a temporary copy either way: compare the data).
+        own_data = origin.evaluated_get(depsgraph).data
+        if own_data is not None and own_data.as_pointer() == evaluated.data.as_pointer():
+            base, key = origin.name, origin.name_full
+        else:  # a mesh made by geometry nodes, instanced: no object of its own
+            base = "Geometry" if origin == parent else f"{origin.name} geometry"
+            ranks = geometry_ranks.setdefault(origin.name_full, {})
+            rank = ranks.setdefault(evaluated.data.as_pointer(), len(ranks))
+            key = f"{origin.name_full} geometry {rank}"
+        if evaluated.type != "MESH":
+            local = not_a_mesh(base, evaluated.type)
+        else:
+            mesh_pointer = evaluated.data.as_pointer()
+            local = by_mesh.get(mesh_pointer)
+            if local is None:
+                try:
+                    local = local_shape(base, key, evaluated)
+                except NotRecognized as error:
+                    local = error
+                except ValueError as error:  # core refused the shape
+                    local = NotRecognized(f"{base} cannot be queried: {error}")
+                by_mesh[mesh_pointer] = local
+        collection = parent.instance_collection if parent.instance_type == "COLLECTION" else None
+        via = f" of {collection.name} via {parent.name}" if collection else f" via {parent.name}"
+        matrix = np.array(item.matrix_world, dtype=np.float64)
+        found[parent.as_pointer()].append(Instance(base, via, matrix, local))
+    return found
+
+
+def recognize_instances(instances) -> list:
+    """The Recognized of each Instance, named e.g. "Sphere (instance of Rocks via Empty)",
+    numbered "Sphere (instance 2/5 via Points)" when an instancer has several of one object;
+    NotRecognized (naming the instance) for the first that is not a supported shape."""
+    counts = Counter(instance.base for instance in instances)
+    seen = Counter()
+    targets = []
+    for instance in instances:
+        seen[instance.base] += 1
+        count = counts[instance.base]
+        number = f" {seen[instance.base]}/{count}" if count > 1 else ""
+        name = f"{instance.base} (instance{number}{instance.via})"
+        if isinstance(instance.local, NotRecognized):
+            message = str(instance.local).removeprefix(instance.base)
+            raise NotRecognized(name + message)
+        kind, shape, size = instance.local
+        try:
+            placed = core.Placed(shape, instance.matrix)
+        except ValueError as error:
+            raise NotRecognized(f"{name} cannot be queried: {error}") from None
+        scale = scale_description(instance.matrix)
+        targets.append(Recognized(name, kind, placed, description(kind, size, scale)))
+    return targets
+
+
+def recognize_object(obj, depsgraph, instances=None) -> list:
+    """``obj`` as a list of targets: itself, or its instances (``instances`` as from
+    read_instances, read here when not given) and its own mesh when it has vertices."""
+    if instances is None:
+        instances = read_instances([obj], depsgraph)
+    own_instances = instances.get(obj.as_pointer())
+    if not own_instances:
+        return [recognize(obj, depsgraph)]
+    targets = []
+    if obj.type == "MESH" and len(obj.evaluated_get(depsgraph).data.vertices):
+        targets.append(recognize(obj, depsgraph))
+    return targets + recognize_instances(own_instances)
+
+
 def recognize_all(objects, depsgraph) -> list:
-    """Every object of ``objects`` recognised; NotRecognized for the first that is not."""
-    return [recognize(obj, depsgraph) for obj in objects]
+    """Every object of ``objects`` recognised, instances included; NotRecognized for the
+    first that is not."""
+    instances = read_instances(objects, depsgraph)
+    return [target for obj in objects for target in recognize_object(obj, depsgraph, instances)]
 
 
 def describe(obj, depsgraph):
-    """(recognised, text) for the panel: the shape's description, or why it is not one."""
+    """(recognised, text) for the panel: the shape's description, a summary of an
+    instancer's instances, or why it is not a target."""
     try:
-        return True, recognize(obj, depsgraph).description
+        targets = recognize_object(obj, depsgraph)
     except ValueError as error:
         return False, str(error).removeprefix(f"{obj.name} ")
+    own = [target.description for target in targets if target.name == obj.name]
+    instances = Counter(target.description for target in targets if target.name != obj.name)
+    if not instances:
+        return True, own[0]
+    total = sum(instances.values())
+    summary = ", ".join(
+        f"{count} x {text}" if count > 1 else text for text, count in instances.items()
+    )
+    text = f"{total} instance{'s' if total > 1 else ''}: {summary}"
+    return True, " + ".join([*own, text])

@@ -104,7 +104,7 @@ def test_cylinder_with_its_axis_edited_off_z_is_still_a_cylinder(empty_scene, ma
         (lambda: bpy.ops.mesh.primitive_cone_add(), "no circle"),
         (lambda: bpy.ops.mesh.primitive_torus_add(), "not equidistant"),
         (lambda: bpy.ops.mesh.primitive_monkey_add(), "not equidistant"),
-        (lambda: bpy.ops.object.empty_add(), "is an empty object, not a mesh"),
+        (lambda: bpy.ops.object.empty_add(), "is an empty object that instances nothing"),
         (lambda: bpy.ops.curve.primitive_bezier_curve_add(), "is a curve object, not a mesh"),
     ],
 )
