@@ -380,3 +380,39 @@ def test_panel_lists_instancers_with_their_instances(empty_scene, modules):
     ) in labels
     (plain_label,) = [label for label in labels if label[0].startswith("Plain Empty: ")]
     assert plain_label[1] == "ERROR" and "instances nothing" in plain_label[0]
+
+
+def test_a_linked_object_and_a_local_one_of_the_same_name_are_cached_apart(
+    empty_scene, modules, tmp_path
+):
+    """ "Sphere" from a library and a local "Sphere", each instanced: the cache keys them by
+    their full names, so both stay cached and neither is mistaken for the other."""
+    mapping, _, _, shape_cache = modules
+    library_sphere = add_uv_sphere(name="Sphere", radius=2.0)
+    library = str(tmp_path / "library.blend")
+    bpy.data.libraries.write(library, {library_sphere})
+    bpy.data.objects.remove(library_sphere)
+    local_sphere = add_uv_sphere(name="Sphere", radius=1.0)
+    with bpy.data.libraries.load(library, link=True) as (source, target):
+        target.objects = ["Sphere"]
+    (linked_sphere,) = target.objects
+    assert linked_sphere.name == local_sphere.name == "Sphere"
+    assert linked_sphere.name_full != local_sphere.name_full
+    local, linked = bpy.data.collections.new("Local"), bpy.data.collections.new("Linked")
+    move_to_collection(local_sphere, local)
+    linked.objects.link(linked_sphere)
+    empties = [
+        instancing_empty("Local Empty", local, location=(-5.0, 0.0, 0.0)),
+        instancing_empty("Linked Empty", linked, location=(5.0, 0.0, 0.0)),
+    ]
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    for _ in range(2):
+        targets = mapping.recognize_all(empties, depsgraph)
+        assert [(t.name, t.description) for t in targets] == [
+            ("Sphere (instance of Local via Local Empty)", "Sphere r=1.000"),
+            ("Sphere (instance of Linked via Linked Empty)", "Sphere r=2.000"),
+        ]
+    assert sorted(shape_cache.SHAPES._entries) == sorted(
+        [local_sphere.name_full, linked_sphere.name_full]
+    )
+    assert shape_cache.SHAPES.hits == 2 and shape_cache.SHAPES.misses == 2
