@@ -356,7 +356,8 @@ def scale_description(matrix: np.ndarray):
 
 
 def recognize(obj, depsgraph) -> Recognized:
-    """``obj`` (an original or evaluated object) as a placed core shape.
+    """``obj`` (an original or evaluated object) as a placed core shape, from its own mesh
+    (recognize_object also takes an instancer's instances).
 
     Raises NotRecognized naming the object and why it is not a sphere, cylinder or terrain,
     or why core refused it (e.g. a zero scale makes its matrix singular)."""
@@ -511,7 +512,7 @@ def read_instances(objects, depsgraph) -> dict:
     lights, cameras...) are left out. Each distinct mesh is recognised once per call; the
     cache key of an instanced object is its name, that of a geometry-nodes mesh (which has
     no object of its own) the generating object's name and the mesh's rank among them."""
-    wanted = {obj.as_pointer() for obj in objects if may_instance(obj)}
+    wanted = {obj.original.as_pointer() for obj in objects if may_instance(obj)}
     if not wanted:
         return {}
     found = {pointer: [] for pointer in wanted}
@@ -587,7 +588,7 @@ def recognize_object(obj, depsgraph, instances=None) -> list:
     read_instances, read here when not given) and its own mesh when it has vertices."""
     if instances is None:
         instances = read_instances([obj], depsgraph)
-    own_instances = instances.get(obj.as_pointer())
+    own_instances = instances.get(obj.original.as_pointer())
     if not own_instances:
         return [recognize(obj, depsgraph)]
     targets = []
