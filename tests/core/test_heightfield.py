@@ -636,6 +636,32 @@ def test_hierarchy_is_lazy_cached_and_fast():
     assert elapsed < 0.25  # the bench measures the 50 ms target; this only catches blunders
 
 
+def test_held_arrays_are_everything_a_queried_terrain_keeps_and_may_be_frozen():
+    """What a cache holding the terrain is charged for: heights, diagonals, their float copy
+    and every hierarchy level; frozen (read-only) they answer the same."""
+    rng = np.random.default_rng(3)
+    heights = rng.random((70, 90))
+    field = Heightfield(heights, spacing=0.5, diagonals=rng.random((69, 89)) < 0.5)
+    origins = np.column_stack([rng.uniform(0, 44, 500), rng.uniform(0, 34, 500), np.full(500, 3)])
+    directions = np.column_stack([rng.normal(size=(500, 2)) * 0.3, -np.ones(500)])
+    before = raycast(field, origins, directions)
+
+    arrays = field.held_arrays()
+    block_max, reach, inner_reach = field.hierarchy
+    expected = [field.heights, field.diagonals, field._anti, block_max]
+    expected += [nodes for _, nodes, _ in (*reach, *inner_reach)]
+    assert [id(a) for a in arrays] == [id(a) for a in expected]
+    cells = 69 * 89
+    assert sum(a.nbytes for a in arrays) >= heights.nbytes + 9 * cells + 8 * 71 * 91
+    for array in arrays:
+        array.setflags(write=False)
+    after = raycast(field, origins, directions)
+    np.testing.assert_array_equal(after.distance, before.distance)
+    np.testing.assert_array_equal(after.normal, before.normal)
+    # Without diagonals there is neither them nor their copy.
+    assert len(Heightfield(heights, spacing=0.5).held_arrays()) == len(arrays) - 2
+
+
 def test_many_rays_on_a_larger_grid_match_a_sample_of_the_reference():
     rng = np.random.default_rng(9)
     heights = np.cumsum(rng.normal(0, 1, (40, 50)), axis=1)
