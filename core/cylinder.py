@@ -17,11 +17,16 @@ axis-aligned cylinder (what Blender's cylinders map to) the frame only picks com
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .shapes import as_point, as_positive
 from .sphere import first_entry, line_ball_interval
 from .vectors import at_least, from_frame, linear_combination, plane_basis, signed_infinity
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 class Cylinder:
@@ -29,7 +34,7 @@ class Cylinder:
 
     dimension = 3
 
-    def __init__(self, p0, p1, radius):
+    def __init__(self, p0: ArrayLike, p1: ArrayLike, radius: float) -> None:
         self.p0 = as_point("p0", p0, (3,))
         self.p1 = as_point("p1", p1, (3,))
         self.radius = as_positive("radius", radius)

@@ -50,9 +50,14 @@ terrain exactly would otherwise be decided by that rounding.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .shapes import as_choice, as_pair
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 BLOCK = 8  # cells per side of a hierarchy block (a power of two)
 FINE_SKIPS = 2  # skips at the block level after one at each coarser level (see _start_walk)
@@ -160,13 +165,13 @@ class Heightfield:
 
     def __init__(
         self,
-        heights,
-        spacing=(1.0, 1.0),
-        origin=(0.0, 0.0),
-        surface="TRIANGLES",
-        diagonals=None,
-        method="EXACT",
-    ):
+        heights: ArrayLike,
+        spacing: ArrayLike = (1.0, 1.0),
+        origin: ArrayLike = (0.0, 0.0),
+        surface: str = "TRIANGLES",
+        diagonals: ArrayLike | None = None,
+        method: str = "EXACT",
+    ) -> None:
         self.heights = _as_heights(heights)
         self.spacing = as_pair("spacing", spacing, positive=True)
         self.origin = as_pair("origin", origin, positive=False)
@@ -184,7 +189,7 @@ class Heightfield:
             if self.diagonals is None or not self.diagonals.any()
             else self.diagonals.ravel().astype(np.float64)
         )
-        self._hierarchy = None
+        self._hierarchy: tuple[np.ndarray, list, list] | None = None
 
     def __repr__(self):
         ny, nx = self.heights.shape
@@ -217,7 +222,8 @@ class Heightfield:
                 return size, nodes.ravel(), nodes.shape[1]
 
             block_max = _block_reduce(self.heights, BLOCK, np.maximum)
-            reach, level, size = [], block_max, BLOCK
+            reach: list[tuple[int, np.ndarray, int]] = []
+            level, size = block_max, BLOCK
             while True:
                 node = padded(level, size)
                 if not reach or node[1].min() < self.zmax:  # else it skips nothing
@@ -286,7 +292,7 @@ class Heightfield:
         a, b, c = np.where(first, a0, a1), np.where(first, b0, b1), np.where(first, c0, c1)
         return c + a * u + b * v, a, b, i, j
 
-    def height_at(self, x, y):
+    def height_at(self, x: ArrayLike, y: ArrayLike) -> np.ndarray:
         """Surface height at world (x, y) (arrays broadcast), NaN outside the footprint."""
         ny, nx = self.heights.shape
         U = (np.asarray(x, dtype=np.float64) - self.origin[0]) / self.spacing[0]
@@ -692,6 +698,11 @@ class _State:
     def __init__(self, rows):
         self.rows = rows
 
+    if TYPE_CHECKING:
+        # The FIELDS and ALIASES rows, properties set up below the class.
+        def __getattr__(self, name: str) -> np.ndarray: ...
+        def __setattr__(self, name: str, value: np.ndarray) -> None: ...
+
     @property
     def size(self):
         return self.rows.shape[1]
@@ -729,9 +740,9 @@ for _name, _row in [(name, row) for row, name in enumerate(FIELDS)] + [
     setattr(
         _State,
         _name,
-        property(
-            lambda self, row=_row: self.rows[row],
-            lambda self, value, row=_row: self.rows.__setitem__(row, value),
+        property(  # mypy cannot infer these lambdas' types (their default row argument)
+            lambda self, row=_row: self.rows[row],  # type: ignore[misc]
+            lambda self, value, row=_row: self.rows.__setitem__(row, value),  # type: ignore[misc]
         ),
     )
 

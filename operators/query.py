@@ -10,6 +10,7 @@ supported shape) is reported as an error and cancels the operator with the scene
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import bpy
 import numpy as np
@@ -17,6 +18,13 @@ from bpy.props import FloatVectorProperty
 from mathutils import Vector
 
 from . import mapping, nearest, patterns, properties, results
+
+if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the stubs
+    from bpy.stub_internal.rna_enums import OperatorReturnItems
+
+# Blender's property annotations (`origin: FloatVectorProperty(...)`) are calls, which mypy
+# rejects as types; fake-bpy-module cannot describe them (they are Blender's own annotation
+# semantics), hence the `# type: ignore[valid-type]` on each.
 
 
 def cursor_forward(scene) -> Vector:
@@ -54,7 +62,7 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
     bl_label = "Fire Ray"
     bl_options = {"REGISTER", "UNDO"}
 
-    origin: FloatVectorProperty(
+    origin: FloatVectorProperty(  # type: ignore[valid-type]
         name="Origin",
         description="Where the rays start (default: the 3D cursor)",
         subtype="TRANSLATION",
@@ -62,26 +70,26 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
         size=3,
         options={"SKIP_SAVE"},
     )
-    direction: FloatVectorProperty(
+    direction: FloatVectorProperty(  # type: ignore[valid-type]
         name="Direction",
         description="Ray direction, any length but zero (default: the 3D cursor's -Z axis)",
         subtype="XYZ",
         size=3,
         options={"SKIP_SAVE"},
     )
-    direction_source: properties.direction_source_property()
-    max_distance: properties.max_distance_property()
-    pattern: properties.pattern_property()
-    fan_count: properties.fan_count_property()
-    fan_angle: properties.fan_angle_property()
-    grid_rows: properties.grid_rows_property()
-    grid_columns: properties.grid_columns_property()
-    grid_width: properties.grid_width_property()
-    output: properties.output_property()
-    marker_size: properties.marker_size_property()
+    direction_source: properties.direction_source_property()  # type: ignore[valid-type]
+    max_distance: properties.max_distance_property()  # type: ignore[valid-type]
+    pattern: properties.pattern_property()  # type: ignore[valid-type]
+    fan_count: properties.fan_count_property()  # type: ignore[valid-type]
+    fan_angle: properties.fan_angle_property()  # type: ignore[valid-type]
+    grid_rows: properties.grid_rows_property()  # type: ignore[valid-type]
+    grid_columns: properties.grid_columns_property()  # type: ignore[valid-type]
+    grid_width: properties.grid_width_property()  # type: ignore[valid-type]
+    output: properties.output_property()  # type: ignore[valid-type]
+    marker_size: properties.marker_size_property()  # type: ignore[valid-type]
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         return poll_objects_to_query(cls, context)
 
     def fill_defaults(self, context):
@@ -102,7 +110,7 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
         elif not self.properties.is_property_set("direction"):
             self.direction = cursor_forward(scene)
 
-    def execute(self, context):
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         scene = context.scene
         try:
             self.fill_defaults(context)
@@ -152,7 +160,7 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
     bl_label = "Sphere Cast"
     bl_options = {"REGISTER", "UNDO"}
 
-    start: FloatVectorProperty(
+    start: FloatVectorProperty(  # type: ignore[valid-type]
         name="Start",
         description="Where the sphere's centre starts (default: the 3D cursor)",
         subtype="TRANSLATION",
@@ -160,7 +168,7 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
         size=3,
         options={"SKIP_SAVE"},
     )
-    end: FloatVectorProperty(
+    end: FloatVectorProperty(  # type: ignore[valid-type]
         name="End",
         description="Where the sphere's centre ends (default: Max Distance along "
         "the 3D cursor's -Z axis from the start)",
@@ -169,17 +177,17 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
         size=3,
         options={"SKIP_SAVE"},
     )
-    radius: properties.cast_radius_property()
-    max_distance: properties.max_distance_property()
+    radius: properties.cast_radius_property()  # type: ignore[valid-type]
+    max_distance: properties.max_distance_property()  # type: ignore[valid-type]
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         return poll_objects_to_query(cls, context)
 
-    def execute(self, context):
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         scene = context.scene
         if not self.properties.is_property_set("start"):
-            self.start = scene.cursor.location
+            self.start = scene.cursor.location  # type: ignore[union-attr]  # runs in a scene
         if not self.properties.is_property_set("end"):
             self.end = Vector(self.start) + self.max_distance * cursor_forward(scene)
         try:
@@ -223,13 +231,13 @@ class GEOMETRY_QUERIES_OT_clear_hits(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         if not results.anything_created():
             cls.poll_message_set("Nothing to clear: there are no Geometry Queries results")
             return False
         return True
 
-    def execute(self, context):
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         removed = results.remove_created()
         message = f"Removed {removed} {'object' if removed == 1 else 'objects'}"
         self.report({"INFO"}, message)

@@ -16,9 +16,18 @@ Ray hits are written as
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import bpy
 import numpy as np
 from mathutils import Matrix, Vector
+
+if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the stubs
+    from bpy.stub_internal.rna_enums import ObjectEmptyDrawtypeItems
+
+# Two gaps in fake-bpy-module, each ignored where it shows: `key in id_block` (ID properties;
+# the stubs' bpy_struct has no __contains__), and an attribute's `data` (mesh.attributes
+# returns the base type Attribute there; at run time FloatVectorAttribute, IntAttribute, ...).
 
 TAG = "geometry_queries"
 HITS_COLLECTION_NAME = "Geometry Query Hits"
@@ -48,7 +57,9 @@ def hits_collection(scene):
     return collection
 
 
-def new_marker(collection, name: str, location, z_axis, display_type: str, size: float):
+def new_marker(
+    collection, name: str, location, z_axis, display_type: ObjectEmptyDrawtypeItems, size: float
+):
     """A tagged empty at ``location`` whose Z axis points along ``z_axis``."""
     marker = bpy.data.objects.new(name, None)
     marker.empty_display_type = display_type
@@ -90,15 +101,15 @@ def write_hit_point_mesh(scene, hits, target_names, name: str = "Ray Hits"):
     mesh = bpy.data.meshes.new(name)
     mesh[TAG] = "hits"
     mesh.vertices.add(len(rows))
-    mesh.attributes["position"].data.foreach_set(
+    mesh.attributes["position"].data.foreach_set(  # type: ignore[attr-defined]
         "vector", hits.point[rows].astype(np.float32).ravel()
     )
     normal = mesh.attributes.new("hit_normal", "FLOAT_VECTOR", "POINT")
-    normal.data.foreach_set("vector", hits.normal[rows].astype(np.float32).ravel())
+    normal.data.foreach_set("vector", hits.normal[rows].astype(np.float32).ravel())  # type: ignore[attr-defined]
     distance = mesh.attributes.new("distance", "FLOAT", "POINT")
-    distance.data.foreach_set("value", hits.distance[rows].astype(np.float32))
+    distance.data.foreach_set("value", hits.distance[rows].astype(np.float32))  # type: ignore[attr-defined]
     target = mesh.attributes.new("target_index", "INT", "POINT")
-    target.data.foreach_set("value", hits.target[rows].astype(np.int32))
+    target.data.foreach_set("value", hits.target[rows].astype(np.int32))  # type: ignore[attr-defined]
     mesh.update()
     point_cloud = bpy.data.objects.new(name, mesh)
     point_cloud[TAG] = "hits"
@@ -131,7 +142,7 @@ def write_cast_markers(scene, contact, target_name: str, radius: float) -> list:
 
 
 def created_objects() -> list:
-    return [obj for obj in bpy.data.objects if TAG in obj]
+    return [obj for obj in bpy.data.objects if TAG in obj]  # type: ignore[operator]
 
 
 def remove_created() -> int:
@@ -144,13 +155,14 @@ def remove_created() -> int:
     for mesh in meshes:
         if mesh.users == 0:
             bpy.data.meshes.remove(mesh)
-    for collection in [c for c in bpy.data.collections if TAG in c]:
+    for collection in [c for c in bpy.data.collections if TAG in c]:  # type: ignore[operator]
         if not collection.all_objects and not collection.children:
             bpy.data.collections.remove(collection)
     return len(objects)
 
 
 def anything_created() -> bool:
-    return any(TAG in obj for obj in bpy.data.objects) or any(
-        TAG in collection for collection in bpy.data.collections
+    return any(TAG in obj for obj in bpy.data.objects) or any(  # type: ignore[operator]
+        TAG in collection  # type: ignore[operator]
+        for collection in bpy.data.collections
     )

@@ -6,15 +6,21 @@ the panel keeps its descriptions until the next depsgraph update (any edit, modi
 transform, frame change or file load empties it): they never outlive the evaluated data they
 describe. The operators never use this; they always recognise afresh."""
 
+from typing import TYPE_CHECKING
+
 import bpy
 from bpy.app.handlers import persistent
 
 from ..operators import mapping
 from ..operators.properties import FIRE_RAY_SETTINGS
 
+if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the stubs
+    from bpy.stub_internal.rna_enums import RegionTypeItems, SpaceTypeItems
+
 MAX_LISTED_OBJECTS = 8
 
-_descriptions = {}  # object name -> (recognised, text), valid until the next depsgraph update
+# object name -> (recognised, text), valid until the next depsgraph update
+_descriptions: dict[str, tuple[bool, str]] = {}
 
 
 @persistent
@@ -32,17 +38,18 @@ def describe(obj, depsgraph):
 class GeometryQueriesSidebar:
     """Where every panel of the add-on lives."""
 
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
+    bl_space_type: "SpaceTypeItems" = "VIEW_3D"
+    bl_region_type: "RegionTypeItems" = "UI"
     bl_category = "Geometry Queries"
 
 
 class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
     bl_label = "Geometry Queries"
 
-    def draw(self, context):
+    def draw(self, context: bpy.types.Context) -> None:
         layout = self.layout
-        settings = context.scene.geometry_queries
+        assert layout is not None  # the stubs allow None, but a panel draws into a layout
+        settings = context.scene.geometry_queries  # type: ignore[union-attr]  # see settings.py
         self.draw_targets(layout.box(), context)
 
         box = layout.box()
