@@ -32,19 +32,20 @@ def cursor_forward(scene) -> Vector:
     return scene.cursor.matrix.to_3x3() @ Vector((0.0, 0.0, -1.0))
 
 
-def store_last_result(context, message: str):
+def store_last_result(context: bpy.types.Context, message: str) -> None:
     settings = getattr(context.scene, "geometry_queries", None)
     if settings is not None:
         settings.last_result = message
 
 
-def query_targets(context) -> list:
+def query_targets(context: bpy.types.Context) -> list:
     """The selected objects, except results the add-on created earlier (hit markers and
     point meshes are never targets, so selecting everything just works)."""
-    return [obj for obj in context.selected_objects if results.TAG not in obj]
+    # An ID property test, which the stubs lack (see results.py).
+    return [obj for obj in context.selected_objects if results.TAG not in obj]  # type: ignore[operator]
 
 
-def poll_objects_to_query(cls, context) -> bool:
+def poll_objects_to_query(cls: type[bpy.types.Operator], context: bpy.types.Context) -> bool:
     if context.mode != "OBJECT":
         cls.poll_message_set("Switch to Object Mode: queries read the evaluated objects")
         return False
