@@ -43,9 +43,9 @@ snapped to the nearest "round" value (a multiple of 1e-5 of the shape's size, so
 0.7 or 2.5 come out exact) when that value lies within ``SNAP_TOLERANCE`` of the fit,
 otherwise the fit is kept; far from the origin the size used is at least one float32 ulp
 there / SNAP_TOLERANCE (the vertices cannot tell closer values apart). Fits work in
-coordinates relative to the vertices' mean. Centres and cylinder end points snap the same way (a centre
-1e-8 from the origin becomes the origin). Terrain heights are the vertex z values as they
-are; the lattice origin and spacing come from the extreme vertices.
+coordinates relative to the vertices' mean. Centres and cylinder end points snap the same
+way (a centre 1e-8 from the origin becomes the origin). Terrain heights are the vertex z
+values as they are; the lattice origin and spacing come from the extreme vertices.
 
 Anything else raises :class:`NotRecognized` (a ValueError) naming the object and why.
 """

@@ -106,6 +106,8 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
         scene = context.scene
         try:
             self.fill_defaults(context)
+            if np.isnan(self.max_distance):
+                raise ValueError("Max Distance is not a number (nan)")
             origins, directions = patterns.ray_pattern(
                 self.pattern,
                 self.origin,
@@ -178,13 +180,19 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
 
     def execute(self, context):
         scene = context.scene
-        if not self.properties.is_property_set("start"):
-            self.start = scene.cursor.location
-        if not self.properties.is_property_set("end"):
-            self.end = Vector(self.start) + self.max_distance * cursor_forward(scene)
         try:
-            if Vector(self.start) == Vector(self.end):
-                raise ValueError("start and end must differ (the cast needs a direction)")
+            if not self.properties.is_property_set("start"):
+                self.start = scene.cursor.location
+            if not self.properties.is_property_set("end"):
+                patterns.finite_number("Max Distance", self.max_distance)
+                self.end = Vector(self.start) + self.max_distance * cursor_forward(scene)
+            start = patterns.finite_vector("Start", self.start)
+            end = patterns.finite_vector("End", self.end)
+            radius = patterns.finite_number("Radius", self.radius)
+            if not radius > 0.0:
+                raise ValueError(f"Radius must be more than 0, got {radius:g}")
+            if (start == end).all():
+                raise ValueError("Start and End must differ (the cast needs a direction)")
             targets = mapping.recognize_all(
                 query_targets(context), context.evaluated_depsgraph_get()
             )
@@ -195,9 +203,7 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
                     + ", ".join(unsupported)
                 )
             targets = [replace(t, shape=mapping.as_similarity(t.shape)) for t in targets]
-            contact = nearest.first_cast_contact(
-                targets, np.array(self.start), np.array(self.end), self.radius
-            )
+            contact = nearest.first_cast_contact(targets, start, end, radius)
         except ValueError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
