@@ -20,9 +20,12 @@ float32 steps by 4.9e-4):
 terrain   the vertices form a regular XY lattice (nx x ny distinct, evenly spaced x and y
           values, exactly one vertex per lattice point, any z) and the loop triangles cover
           every lattice cell with two triangles. Becomes ``Heightfield(heights, spacing,
-          origin, diagonals=...)`` with each cell's diagonal read from ``mesh.loop_triangles``
-          (the split Blender draws). A Grid primitive with Displace (or any modifier that moves
-          vertices only in z) is one.
+          origin, diagonals=..., solid=...)`` with each cell's diagonal read from
+          ``mesh.loop_triangles`` (the split Blender draws), in the caller's terrain model:
+          'SURFACE' (solid=False: the triangles as drawn, hit from either side, so hits
+          agree with scene.ray_cast under any object transform) or 'SOLID' (the ground
+          below the surface in the terrain's local axes). A Grid primitive with Displace (or
+          any modifier that moves vertices only in z) is one.
 cylinder  its vertices lie on two parallel planes, on two circles of equal radius whose
           centres lie on one axis perpendicular to the planes, at least
           ``MIN_CYLINDER_SEGMENTS`` = 5 vertices per circle (a 4-sided prism is a box, such
@@ -71,6 +74,7 @@ RELATIVE_TOLERANCE = 1e-5
 FLOAT32_ULPS = 4  # vertices are float32, computed in float32: a few ulps of noise
 SNAP_TOLERANCE = 3e-6  # relative to the shape's size
 MIN_CYLINDER_SEGMENTS = 5
+TERRAIN_MODELS = ("SURFACE", "SOLID")  # operators/properties.py describes them
 SIMILARITY_TOLERANCE = 1e-6  # relative spread of a placement's singular values
 
 
@@ -312,15 +316,38 @@ def as_terrain(mesh, points: np.ndarray):
     heights = heights.reshape(ny, nx)
     diagonals = lattice_diagonals(loop_triangle_vertices(mesh), i, j, nx, ny)
 
-    shape = core.Heightfield(
-        heights, spacing=(dx, dy), origin=(x_min, y_min), surface="TRIANGLES", diagonals=diagonals
-    )
-    return shape, (nx, ny)
+    return Terrain(heights, (dx, dy), (x_min, y_min), diagonals), (nx, ny)
 
 
-def terrain_arrays(shape) -> list:
-    """The arrays a recognised Heightfield holds (made read-only when it is cached)."""
-    return [array for array in (shape.heights, shape.diagonals) if isinstance(array, np.ndarray)]
+class Terrain:
+    """A recognised terrain in local space, and its Heightfield in each terrain model, built
+    on first use from the same lattice, heights and diagonals (the exact triangles Blender
+    draws): 'SURFACE' is those triangles alone, hit from either side (solid=False); 'SOLID'
+    the ground below them in the terrain's local axes (solid=True)."""
+
+    def __init__(self, heights, spacing, origin, diagonals):
+        self.heights = heights
+        self.diagonals = diagonals
+        self.lattice = dict(spacing=spacing, origin=origin, surface="TRIANGLES")
+        self.fields = {}
+
+    def field(self, terrain_model: str):
+        if terrain_model not in TERRAIN_MODELS:
+            raise ValueError(
+                f"terrain_model must be one of {', '.join(TERRAIN_MODELS)}, got {terrain_model!r}"
+            )
+        if terrain_model not in self.fields:
+            self.fields[terrain_model] = core.Heightfield(
+                self.heights,
+                diagonals=self.diagonals,
+                solid=terrain_model == "SOLID",
+                **self.lattice,
+            )
+        return self.fields[terrain_model]
+
+    def arrays(self) -> list:
+        """The arrays it holds (made read-only when it is cached)."""
+        return [array for array in (self.heights, self.diagonals) if array is not None]
 
 
 def as_cylinder(mesh, points: np.ndarray, planes):
@@ -411,20 +438,20 @@ def scale_description(matrix: np.ndarray):
     return None
 
 
-def recognize(obj, depsgraph) -> Recognized:
+def recognize(obj, depsgraph, terrain_model: str = "SURFACE") -> Recognized:
     """``obj`` (an original or evaluated object) as a placed core shape.
 
     Raises NotRecognized naming the object and why it is not a sphere, cylinder or terrain,
     or why core refused it (e.g. a zero scale makes its matrix singular)."""
     try:
-        return recognize_shape(obj, depsgraph)
+        return recognize_shape(obj, depsgraph, terrain_model)
     except NotRecognized:
         raise
     except ValueError as error:
         raise NotRecognized(f"{obj.name} cannot be queried: {error}") from None
 
 
-def recognize_shape(obj, depsgraph) -> Recognized:
+def recognize_shape(obj, depsgraph, terrain_model: str) -> Recognized:
     name = obj.name
     if obj.type != "MESH":
         kind = obj.type.lower().replace("_", " ")
@@ -459,9 +486,11 @@ def recognize_shape(obj, depsgraph) -> Recognized:
                 name,
                 Fingerprint.read(mesh, positions, depends_on),
                 local,
-                value_arrays=terrain_arrays(shape) if kind == "TERRAIN" else (),
+                value_arrays=shape.arrays() if kind == "TERRAIN" else (),
             )
     kind, shape, size = local
+    if kind == "TERRAIN":
+        shape = shape.field(terrain_model)
     return Recognized(
         name, kind, core.Placed(shape, matrix), description(kind, size, scale_description(matrix))
     )
@@ -536,14 +565,14 @@ def as_similarity(placed):
     return core.Placed(placed.shape, matrix)
 
 
-def recognize_all(objects, depsgraph) -> list:
+def recognize_all(objects, depsgraph, terrain_model: str = "SURFACE") -> list:
     """Every object of ``objects`` recognised; NotRecognized for the first that is not."""
-    return [recognize(obj, depsgraph) for obj in objects]
+    return [recognize(obj, depsgraph, terrain_model) for obj in objects]
 
 
-def describe(obj, depsgraph):
+def describe(obj, depsgraph, terrain_model: str = "SURFACE"):
     """(recognised, text) for the panel: the shape's description, or why it is not one."""
     try:
-        return True, recognize(obj, depsgraph).description
+        return True, recognize(obj, depsgraph, terrain_model).description
     except ValueError as error:
         return False, str(error).removeprefix(f"{obj.name} ")

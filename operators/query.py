@@ -79,6 +79,7 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
     grid_width: properties.grid_width_property()
     output: properties.output_property()
     marker_size: properties.marker_size_property()
+    terrain_model: properties.terrain_model_property()
 
     @classmethod
     def poll(cls, context):
@@ -119,7 +120,7 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
                 grid_width=self.grid_width,
             )
             targets = mapping.recognize_all(
-                query_targets(context), context.evaluated_depsgraph_get()
+                query_targets(context), context.evaluated_depsgraph_get(), self.terrain_model
             )
             hits = nearest.nearest_ray_hits(targets, origins, directions, self.max_distance)
         except ValueError as error:
@@ -173,6 +174,7 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
     )
     radius: properties.cast_radius_property()
     max_distance: properties.max_distance_property()
+    terrain_model: properties.terrain_model_property()
 
     @classmethod
     def poll(cls, context):
@@ -194,7 +196,7 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
             if (start == end).all():
                 raise ValueError("Start and End must differ (the cast needs a direction)")
             targets = mapping.recognize_all(
-                query_targets(context), context.evaluated_depsgraph_get()
+                query_targets(context), context.evaluated_depsgraph_get(), self.terrain_model
             )
             unsupported = [f"{t.name} ({t.kind.lower()})" for t in targets if t.kind != "SPHERE"]
             if unsupported:

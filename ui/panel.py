@@ -10,11 +10,12 @@ import bpy
 from bpy.app.handlers import persistent
 
 from ..operators import mapping
-from ..operators.properties import FIRE_RAY_SETTINGS
+from ..operators.properties import FIRE_RAY_SETTINGS, SPHERE_CAST_SETTINGS
 
 MAX_LISTED_OBJECTS = 8
 
-_descriptions = {}  # object name -> (recognised, text), valid until the next depsgraph update
+# (object name, terrain model) -> (recognised, text), valid until the next depsgraph update
+_descriptions = {}
 
 
 @persistent
@@ -22,11 +23,12 @@ def forget_descriptions(*_):
     _descriptions.clear()
 
 
-def describe(obj, depsgraph):
+def describe(obj, depsgraph, terrain_model):
     """mapping.describe, remembered until the next depsgraph update."""
-    if obj.name not in _descriptions:
-        _descriptions[obj.name] = mapping.describe(obj, depsgraph)
-    return _descriptions[obj.name]
+    key = (obj.name, terrain_model)
+    if key not in _descriptions:
+        _descriptions[key] = mapping.describe(obj, depsgraph, terrain_model)
+    return _descriptions[key]
 
 
 class GeometryQueriesSidebar:
@@ -72,7 +74,8 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
         box.prop(settings, "cast_radius")
         cast = box.operator("geometry_queries.sphere_cast", icon="SPHERE")
         cast.radius = settings.cast_radius
-        cast.max_distance = settings.max_distance
+        for name in SPHERE_CAST_SETTINGS:
+            setattr(cast, name, getattr(settings, name))
 
         layout.operator("geometry_queries.clear_hits", icon="TRASH")
         if settings.last_result:
@@ -81,6 +84,8 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
     @staticmethod
     def draw_targets(box, context):
         box.label(text="Selected Targets", icon="RESTRICT_SELECT_OFF")
+        settings = context.scene.geometry_queries
+        box.prop(settings, "terrain_model")
         objects = context.selected_objects
         if not objects:
             box.label(text="Nothing selected")
@@ -88,7 +93,7 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
         depsgraph = context.evaluated_depsgraph_get()
         column = box.column(align=True)
         for obj in objects[:MAX_LISTED_OBJECTS]:
-            recognized, text = describe(obj, depsgraph)
+            recognized, text = describe(obj, depsgraph, settings.terrain_model)
             column.label(text=f"{obj.name}: {text}", icon="CHECKMARK" if recognized else "ERROR")
         if len(objects) > MAX_LISTED_OBJECTS:
             column.label(text=f"... and {len(objects) - MAX_LISTED_OBJECTS} more")

@@ -21,6 +21,7 @@ class GeometryQueriesSettings(bpy.types.PropertyGroup):
     grid_width: properties.grid_width_property()
     output: properties.output_property()
     marker_size: properties.marker_size_property()
+    terrain_model: properties.terrain_model_property()
     cast_radius: properties.cast_radius_property()
     last_result: StringProperty(
         name="Last Result", description="What the last query found", default=""
