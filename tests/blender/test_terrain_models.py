@@ -19,6 +19,9 @@ from blender_scenes import (
     unit,
     world_matrix,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mathutils import Euler, Matrix, Vector
 
 
 @pytest.fixture
@@ -107,6 +110,43 @@ def test_surface_terrain_agrees_with_blender_under_any_transform(
     select_only(grid)
     found = fire_single_ray(origins[0], directions[0])
     assert abs(found[0] - blender_ray_cast(origins[0], directions[0])[0]) <= 1e-5
+
+
+scales = st.floats(0.25, 4.0).flatmap(lambda size: st.sampled_from([size, -size]))
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    angles=st.tuples(*[st.floats(-math.pi, math.pi)] * 3),
+    scale=st.tuples(scales, scales, scales),
+    location=st.tuples(*[st.floats(-5.0, 5.0)] * 3),
+    seed=st.integers(0, 2**16),
+)
+def test_surface_terrain_agrees_with_blender_for_any_placement(
+    empty_scene, mapping, nearest, angles, scale, location, seed
+):
+    """Property: any rotation, any (mirroring, non-uniform) scale, any location."""
+    grid = bpy.data.objects.get("Terrain") or terrain()
+    grid.matrix_world = (
+        Matrix.Translation(Vector(location))
+        @ Euler(angles).to_matrix().to_4x4()
+        @ Matrix.Diagonal((*scale, 1.0))
+    )
+    bpy.context.view_layer.update()
+    matrix = world_matrix(grid)
+    side = 1 if seed % 2 else -1
+    origins, directions = to_world(matrix, *local_rays(10, seed=seed, side=side))
+    recognized = mapping.recognize(grid, bpy.context.evaluated_depsgraph_get())
+    hits = nearest.nearest_ray_hits([recognized], origins, directions, np.inf)
+    for ray, (origin, direction) in enumerate(zip(origins, directions)):
+        blender = blender_ray_cast(origin, direction)
+        assert hits.hit[ray] == (blender is not None), ray
+        if blender is not None:
+            distance = hits.distance[ray]
+            assert abs(distance - blender[0]) <= 1e-5 * max(1.0, distance)
+            assert hits.normal[ray] @ direction < 0.0
 
 
 def test_solid_terrain_is_the_ground_below_its_local_surface(empty_scene, mapping):
