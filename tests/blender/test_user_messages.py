@@ -90,6 +90,19 @@ def test_a_vertex_that_is_not_finite_is_refused_naming_the_object(empty_scene, c
     assert capfd.readouterr().err == ""  # no LAPACK complaint from a fit on bad numbers
 
 
+def test_a_transform_that_is_not_finite_is_refused_naming_the_object(empty_scene, capfd):
+    sphere = add_uv_sphere()
+    sphere.location = (math.nan, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    select_only(sphere)
+    capfd.readouterr()
+    assert_refused(
+        lambda: bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 5), direction=(0, 0, -1)),
+        "Sphere has a transform that is not finite",
+    )
+    assert capfd.readouterr().err == ""
+
+
 def test_bad_vectors_are_named_by_their_property(empty_scene):
     sphere = add_uv_sphere()
     select_only(sphere)
@@ -102,6 +115,10 @@ def test_bad_vectors_are_named_by_their_property(empty_scene):
     assert_refused(
         lambda: bpy.ops.geometry_queries.sphere_cast(start=(0, 0, 5), end=(0, nan, 0)),
         r"^Error: End is not finite \(0, nan, 0\)\s*$",
+    )
+    assert_refused(
+        lambda: bpy.ops.geometry_queries.sphere_cast(start=(0, 0, 5), end=(0, 0, 0), radius=nan),
+        r"^Error: Radius is not finite \(nan\)\s*$",
     )
     assert_refused(
         lambda: bpy.ops.geometry_queries.fire_ray(origin=(0, nan, 5), direction=(0, 0, -1)),
