@@ -107,12 +107,19 @@ def test_far_terrain_is_its_lattice(empty_scene, mapping):
     assert recognized.description == "Terrain 11x11"
     assert field.origin == (699.0, 699.0)
     np.testing.assert_allclose(field.spacing, (0.2, 0.2), rtol=1e-12)
-    # Rays straight down onto the lattice's own points and cell centres: the surface there is
-    # fixed by the vertex heights alone, whatever float32 did to the vertices' x and y.
+    # Tilted rays aimed at (x, y). The exact terrain: the triangles Blender draws with their
+    # corners moved onto the lattice the user made (x = 699 + 0.2 i; float32 moved them up
+    # to 3e-5 off it).
     triangles = evaluated_world_triangles(grid)
-    for x, y in [(699.2, 699.8), (700.0, 700.0), (700.5, 699.3), (700.9, 700.7)]:
-        origin = np.array([x, y, 5.0])
-        found = fire_single_ray(origin, (0.0, 0.0, -1.0))
-        expected = ray_triangles(triangles, origin, (0.0, 0.0, -1.0))
+    triangles[..., :2] = 699.0 + 0.2 * np.round((triangles[..., :2] - 699.0) / 0.2)
+    rng = np.random.default_rng(11)
+    points = [(699.2, 699.8), (700.0, 700.0)] + [
+        tuple(p) for p in rng.uniform(699.1, 700.9, (6, 2))
+    ]
+    for x, y in points:
+        direction = unit(np.append(rng.uniform(-0.3, 0.3, 2), -1.0))
+        origin = np.array([x, y, 0.0]) - 6.0 * direction
+        found = fire_single_ray(float32(origin), float32(direction))
+        expected = ray_triangles(triangles, float32(origin), float32(direction))
         assert found is not None and found[3] == "Terrain"
-        assert abs(found[0] - expected[0]) <= 1e-4  # the mesh's x, y are float32 at 700
+        assert abs(found[0] - expected[0]) <= 1e-9 * 700
