@@ -137,6 +137,8 @@ def test_a_ray_along_an_open_tube_passes_through_and_a_capped_one_stops(empty_sc
 def test_a_cylinder_open_elsewhere_is_refused(empty_scene, mapping, edit, reason):
     fill = "NGON" if edit == "one cap" else "NOTHING"
     cylinder = add_cylinder(vertices=16, end_fill_type=fill)
+    # Recognised (and remembered by the shape cache) before the edit, refused after it.
+    assert mapping.recognize(cylinder, bpy.context.evaluated_depsgraph_get()).kind == "CYLINDER"
     faces = cylinder.data.polygons
     if edit == "one cap":
         doomed = next(f.index for f in faces if len(f.vertices) == 16)
