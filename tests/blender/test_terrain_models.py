@@ -198,3 +198,33 @@ def test_panel_describes_each_object_in_the_chosen_model(empty_scene, mapping):
         assert recognized.description == "Terrain 9x9"
     with pytest.raises(ValueError, match="terrain_model must be one of SURFACE, SOLID"):
         mapping.recognize(grid, depsgraph, "HOLLOW")
+
+
+@pytest.mark.parametrize("terrain_model", ["SURFACE", "SOLID"])
+def test_a_spike_of_1e12_moves_no_hit_elsewhere(empty_scene, mapping, nearest, terrain_model):
+    """One vertex raised to 1e12 by a shape key: the lattice is still recognised (its
+    tolerance follows x and y only) and rays straight down (in local axes) onto cells away
+    from the spike's four cells hit exactly where they hit without it, to 1e-9."""
+    grid = terrain(rotation=(0.2, 0.1, 0.3))
+    grid.modifiers["Displace"].direction = "Z"  # (along the normals, the spike's would tilt)
+    matrix = world_matrix(grid)
+    aims = np.random.default_rng(3).uniform(-0.95, 0.95, (40, 2))
+    aims = aims[(np.abs(aims) > 0.3).any(axis=1)]  # the spike's cells: |x|, |y| <= 0.25
+    local_origins = np.column_stack([aims, np.full(len(aims), 3.0)])
+    local_directions = np.tile([0.0, 0.0, -1.0], (len(aims), 1))
+    origins, directions = to_world(matrix, local_origins, local_directions)
+
+    def hits():
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        target = mapping.recognize(grid, depsgraph, terrain_model)
+        return nearest.nearest_ray_hits([target], origins, directions, np.inf)
+
+    before = hits()
+    grid.shape_key_add(name="Basis")
+    spike = grid.shape_key_add(name="Spike")
+    spike.data[40].co.z = 1e12  # the centre vertex of the 9 x 9 lattice
+    spike.value = 1.0
+    after = hits()
+    assert before.hit.all() and after.hit.all() and len(aims) >= 20
+    np.testing.assert_allclose(after.distance, before.distance, rtol=1e-9)
+    np.testing.assert_allclose(after.normal, before.normal, atol=1e-9)
