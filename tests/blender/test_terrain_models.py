@@ -116,7 +116,7 @@ scales = st.floats(0.25, 4.0).flatmap(lambda size: st.sampled_from([size, -size]
 
 
 @settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     angles=st.tuples(*[st.floats(-math.pi, math.pi)] * 3),
