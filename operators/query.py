@@ -88,6 +88,7 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
     grid_width: properties.grid_width_property()  # type: ignore[valid-type]
     output: properties.output_property()  # type: ignore[valid-type]
     marker_size: properties.marker_size_property()  # type: ignore[valid-type]
+    terrain_model: properties.terrain_model_property()  # type: ignore[valid-type]
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
@@ -115,6 +116,8 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
         scene = context.scene
         try:
             self.fill_defaults(context)
+            if np.isnan(self.max_distance):
+                raise ValueError("Max Distance is not a number (nan)")
             origins, directions = patterns.ray_pattern(
                 self.pattern,
                 self.origin,
@@ -126,7 +129,7 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
                 grid_width=self.grid_width,
             )
             targets = mapping.recognize_all(
-                query_targets(context), context.evaluated_depsgraph_get()
+                query_targets(context), context.evaluated_depsgraph_get(), self.terrain_model
             )
             hits = nearest.nearest_ray_hits(targets, origins, directions, self.max_distance)
         except ValueError as error:
@@ -180,6 +183,7 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
     )
     radius: properties.cast_radius_property()  # type: ignore[valid-type]
     max_distance: properties.max_distance_property()  # type: ignore[valid-type]
+    terrain_model: properties.terrain_model_property()  # type: ignore[valid-type]
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
@@ -187,15 +191,21 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
 
     def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         scene = context.scene
-        if not self.properties.is_property_set("start"):
-            self.start = scene.cursor.location  # type: ignore[union-attr]  # runs in a scene
-        if not self.properties.is_property_set("end"):
-            self.end = Vector(self.start) + self.max_distance * cursor_forward(scene)
         try:
-            if Vector(self.start) == Vector(self.end):
-                raise ValueError("start and end must differ (the cast needs a direction)")
+            if not self.properties.is_property_set("start"):
+                self.start = scene.cursor.location  # type: ignore[union-attr]  # runs in a scene
+            if not self.properties.is_property_set("end"):
+                patterns.finite_number("Max Distance", self.max_distance)
+                self.end = Vector(self.start) + self.max_distance * cursor_forward(scene)
+            start = patterns.finite_vector("Start", self.start)
+            end = patterns.finite_vector("End", self.end)
+            radius = patterns.finite_number("Radius", self.radius)
+            if not radius > 0.0:
+                raise ValueError(f"Radius must be more than 0, got {radius:g}")
+            if (start == end).all():
+                raise ValueError("Start and End must differ (the cast needs a direction)")
             targets = mapping.recognize_all(
-                query_targets(context), context.evaluated_depsgraph_get()
+                query_targets(context), context.evaluated_depsgraph_get(), self.terrain_model
             )
             unsupported = [f"{t.name} ({t.kind.lower()})" for t in targets if t.kind != "SPHERE"]
             if unsupported:
@@ -204,9 +214,7 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
                     + ", ".join(unsupported)
                 )
             targets = [replace(t, shape=mapping.as_similarity(t.shape)) for t in targets]
-            contact = nearest.first_cast_contact(
-                targets, np.array(self.start), np.array(self.end), self.radius
-            )
+            contact = nearest.first_cast_contact(targets, start, end, radius)
         except ValueError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}

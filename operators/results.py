@@ -34,16 +34,36 @@ HITS_COLLECTION_NAME = "Geometry Query Hits"
 EMPTIES_MAX_HITS = 64
 
 
+# Each fixed length unit of Scene > Units > Length and how bpy.utils.units writes it.
+LENGTH_UNIT_SYMBOLS = {
+    "KILOMETERS": "km",
+    "METERS": "m",
+    "CENTIMETERS": "cm",
+    "MILLIMETERS": "mm",
+    "MICROMETERS": "µm",
+    "MILES": "mi",
+    "FEET": "'",
+    "INCHES": '"',
+    "THOU": "thou",
+}
+
+
 def format_length(scene, value: float) -> str:
-    """``value`` (Blender units) in the scene's length unit, e.g. "4.210 m"."""
+    """``value`` (Blender units) as the scene's unit settings show lengths: Unit Scale
+    applied, in the chosen Length unit ("4.000 cm", "0.131'"), Blender's own choice when it
+    is Adaptive ("4 cm"), a plain number under Unit System None ("0.040")."""
     units = scene.unit_settings
-    if units.system == "METRIC":
-        return f"{value * units.scale_length:.3f} m"
-    if units.system == "IMPERIAL":
-        return bpy.utils.units.to_string(
-            "IMPERIAL", "LENGTH", value * units.scale_length, precision=3
-        )
-    return f"{value:.3f}"
+    if units.system == "NONE":
+        return f"{value:.3f}"
+    scaled = value * units.scale_length
+    symbol = LENGTH_UNIT_SYMBOLS.get(units.length_unit)
+    if symbol is None:  # ADAPTIVE
+        return bpy.utils.units.to_string(units.system, "LENGTH", scaled, precision=4)
+    # to_value answers in float32 (0.00999999978 for 1 cm); every unit's definition has at
+    # most 7 significant digits (1 mi = 1609.344 m), so rounding there makes it exact.
+    unit = float(f"{bpy.utils.units.to_value(units.system, 'LENGTH', f'1{symbol}'):.7g}")
+    space = "" if symbol in "'\"" else " "
+    return f"{scaled / unit:.3f}{space}{symbol}"
 
 
 def hits_collection(scene):

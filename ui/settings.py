@@ -23,6 +23,7 @@ class GeometryQueriesSettings(bpy.types.PropertyGroup):
     grid_width: properties.grid_width_property()  # type: ignore[valid-type]
     output: properties.output_property()  # type: ignore[valid-type]
     marker_size: properties.marker_size_property()  # type: ignore[valid-type]
+    terrain_model: properties.terrain_model_property()  # type: ignore[valid-type]
     cast_radius: properties.cast_radius_property()  # type: ignore[valid-type]
     last_result: StringProperty(  # type: ignore[valid-type]
         name="Last Result", description="What the last query found", default=""
