@@ -3,7 +3,8 @@
 #   make demo      headless demo: demo/out/demo.blend, demo/out/demo.png, a table of hits
 #   make test      the whole test suite (core without Blender, then real bpy 5.0.1), then
 #                  tests/core again under numpy 2 (.venv-numpy2; core supports 1.26 and 2.x)
-#   make check     static checks: ruff (lint + format check)
+#   make check     static checks: ruff (lint + format check), then mypy (types, against
+#                  fake-bpy-module's stubs of Blender 5.0's Python API)
 #   make validate  Blender's extension validator on blender_manifest.toml
 #   make package   build/geometry_queries-<version>.zip, for Install from Disk
 PYTHON ?= python3.11
@@ -39,9 +40,17 @@ test: venv $(if $(PYTEST_ARGS),,$(VENV_NUMPY2)/.installed)
 	$(PY) -m pytest $(PYTEST_ARGS)
 	$(if $(PYTEST_ARGS),,$(VENV_NUMPY2)/bin/python -m pytest tests/core)
 
+# mypy checks the add-on as the package Blender imports, geometry_queries, whatever this
+# checkout's folder is called: through a link to the checkout (see [tool.mypy] in
+# pyproject.toml for what it checks and how).
+TYPECHECK_LINK := $(DIST)/typecheck/geometry_queries
+
 check: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	mkdir -p $(dir $(TYPECHECK_LINK))
+	ln -sfn ../.. $(TYPECHECK_LINK)
+	$(PY) -m mypy
 
 demo: venv
 	$(PY) demo/make_demo.py

@@ -11,20 +11,28 @@ shape only under a similarity (``L = k Q``, Q orthogonal); then radii and length
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .rays import CHUNK, component_kernel, unit_components
 from .vectors import linear_combination
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from .rays import Shape
+
 
 class Placed:
     """``shape`` (in its local space) placed by the affine (D+1)x(D+1) ``matrix``."""
 
-    def __init__(self, shape, matrix):
+    def __init__(self, shape: Shape, matrix: ArrayLike) -> None:
         if not (hasattr(shape, "_intersect") or hasattr(shape, "_intersect_components")):
             raise ValueError(f"shape must be a core shape, got {type(shape).__name__}")
         self.shape = shape
-        self.dimension = shape.dimension
+        self.dimension: int = shape.dimension
+        self.solid = getattr(shape, "solid", True)  # a surface stays a surface when placed
         self.chunk_size = getattr(shape, "chunk_size", CHUNK)  # rays per call, as the shape likes
         size = self.dimension + 1
         try:
@@ -90,7 +98,8 @@ class Placed:
         relative = [s - t for s, t in zip(start, self.translation)]
         local_start = [linear_combination(row, relative) for row in self.inverse_linear]
         local_direction = [k * linear_combination(row, direction) for row in self.inverse_linear]
-        distance, point, normal = self.shape._sphere_cast_components(
+        # Only for a shape that has it: sphere_cast calls _check_sphere_cast first.
+        distance, point, normal = self.shape._sphere_cast_components(  # type: ignore[union-attr]
             local_start, local_direction, radius / k
         )
         world_point = [

@@ -7,7 +7,9 @@ Every query in ``core`` goes through this module, so the rules live in one place
 * large batches are processed in chunks of ``CHUNK`` rays, so temporaries stay small;
 * one hit convention (DESIGN.md): ``distance`` is measured along the unit direction,
   ``hit`` only for ``0 <= distance <= max_distance``; a hit at distance 0 (origin inside or
-  on a solid) has ``point = origin`` and ``normal = -unit(direction)``.
+  on a solid) has ``point = origin`` and ``normal = -unit(direction)``. A shape whose
+  ``solid`` attribute is False is a surface: a hit at 0 keeps the normal the shape gives
+  (facing the ray).
 
 A shape takes part by providing ``dimension`` and one of two kernels, each called with one
 chunk of rays with unit directions and returning ``(distance, normal[, cell])``, distance
@@ -28,10 +30,22 @@ NaN where none), the contact point on the shape and the shape's normal there.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
 from .vectors import at_most, components, dot, to_rows
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from .cylinder import Cylinder
+    from .heightfield import Heightfield
+    from .placed import Placed
+    from .sphere import Sphere
+
+    # What raycast, sphere_cast and Placed accept (sphere_cast: a Sphere, optionally Placed).
+    Shape: TypeAlias = Sphere | Cylinder | Heightfield | Placed
 
 # Rays per chunk: temporaries of 256 KB, a few of which fit the 1 MB L2 cache, while the
 # ~1 us fixed cost of each numpy call is spread over many rays. Measured on 100k and 1M rays
@@ -67,7 +81,7 @@ class CastHits:
     normal: np.ndarray  # (N, 3) target normal at the contact
 
 
-def chunks(n: int, size: int = None):
+def chunks(n: int, size: int | None = None):
     """Slices covering range(n) in steps of ``size`` (default ``CHUNK``)."""
     size = size or CHUNK
     for start in range(0, n, size):
@@ -78,7 +92,7 @@ def _first_bad_row(bad: np.ndarray) -> int:
     return int(np.flatnonzero(bad)[0])
 
 
-def as_rows(name: str, value, dimension: int | None = None):
+def as_rows(name: str, value, dimension: int | None = None) -> tuple[np.ndarray, bool]:
     """``value`` as a float64 (N, D) array; returns (array, was_single_row).
 
     Raises ValueError for wrong shapes, a dimension other than ``dimension``, and NaN/inf
@@ -195,7 +209,9 @@ def _squeeze(result, single: bool):
     return type(result)(**fields)
 
 
-def raycast(shape, origins, directions, max_distance=np.inf) -> RayHits:
+def raycast(
+    shape: Shape, origins: ArrayLike, directions: ArrayLike, max_distance: ArrayLike = np.inf
+) -> RayHits:
     """Cast rays against ``shape``; see DESIGN.md for the hit convention.
 
     origins, directions: (N, D) or (D,); directions need not be unit length.
@@ -208,6 +224,9 @@ def raycast(shape, origins, directions, max_distance=np.inf) -> RayHits:
     n = len(origins)
     max_distance = as_per_row("max_distance", max_distance, n, allow_inf=True)
     kernel = component_kernel(shape)
+    # A surface (open tube, Heightfield(solid=False)) has no inside: a hit at distance 0 is
+    # the surface at the origin and keeps the surface's normal (facing the ray).
+    solid = getattr(shape, "solid", True)
 
     hits = RayHits(
         hit=np.empty(n, dtype=bool),
@@ -231,7 +250,7 @@ def raycast(shape, origins, directions, max_distance=np.inf) -> RayHits:
         hit = (distance <= limit) & (distance < np.inf)
         hits.hit[part] = hit
         inside = distance == 0.0
-        if inside.any():  # distance 0 (origin inside or on the solid): normal = -direction
+        if solid and inside.any():  # distance 0 (origin in or on a solid): normal = -direction
             inside = inside.astype(np.float64)
             normal = [n - inside * (u + n) for n, u in zip(normal, unit)]
         gate, distance = gated(distance, hit)
@@ -255,7 +274,7 @@ def raycast(shape, origins, directions, max_distance=np.inf) -> RayHits:
     return _squeeze(hits, single and single_direction)
 
 
-def sphere_cast(shape, starts, ends, radius) -> CastHits:
+def sphere_cast(shape: Shape, starts: ArrayLike, ends: ArrayLike, radius: ArrayLike) -> CastHits:
     """Sweep a sphere of ``radius`` from ``starts`` to ``ends`` against ``shape``.
 
     starts, ends: (N, D) or (D,); radius: scalar or (N,), >= 0 (0 is a ray clipped to the

@@ -16,10 +16,15 @@ interval with ``r + s``. The contact point lies on the target along the centre l
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .shapes import as_point, as_positive
 from .vectors import add_scaled, dot
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 def line_ball_interval(offset, direction, radius):
@@ -55,7 +60,7 @@ def ball_entry(offset, direction, radius):
 class Sphere:
     """A solid ball (3D) or disc (2D) of ``radius`` around ``center``."""
 
-    def __init__(self, center, radius):
+    def __init__(self, center: ArrayLike, radius: float) -> None:
         self.center = as_point("center", center)
         self.radius = as_positive("radius", radius)
         self.dimension = self.center.shape[0]

@@ -9,12 +9,17 @@ properties.py  property definitions shared with the panel's settings
 query.py       the operators: fire_ray, sphere_cast, clear_hits
 """
 
+from collections.abc import Callable
+
 import bpy
 
 from .query import classes
 from .shape_cache import SHAPES
 
-_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+# fake-bpy-module says register_classes_factory returns None; it returns the two functions.
+_register_classes: Callable[[], None]
+_unregister_classes: Callable[[], None]
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)  # type: ignore[func-returns-value, misc]
 
 
 def register():

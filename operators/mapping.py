@@ -9,21 +9,30 @@ when all of that is bit-identical, so it cannot go stale, and it saves re-readin
 ``mesh.loop_triangles`` (~65 ms for a 512 x 512 grid) on every query. The placement
 (``matrix_world``) is read on every call.
 
-Recognition rules, tried in this order on the evaluated mesh in the object's local space
-(``tolerance`` = 1e-5 of the mesh's size, well above float32 vertex noise and well below any
-visible edit):
+First every vertex must be finite (an inf or nan vertex, e.g. from a shape key or a
+modifier, is refused naming the object before any fit). Recognition rules, tried in this
+order on the evaluated mesh in the object's local space (``tolerance`` = 1e-5 of the mesh's
+size, well above float32 vertex noise and well below any visible edit, or
+``FLOAT32_ULPS`` = 4 float32 ulps at the largest |coordinate| when that is more: a mesh
+far from its object's origin, such as a 1 m sphere whose vertices sit at x = 5000 where
+float32 steps by 4.9e-4):
 
 terrain   the vertices form a regular XY lattice (nx x ny distinct, evenly spaced x and y
           values, exactly one vertex per lattice point, any z) and the loop triangles cover
           every lattice cell with two triangles. Becomes ``Heightfield(heights, spacing,
-          origin, diagonals=...)`` with each cell's diagonal read from ``mesh.loop_triangles``
-          (the split Blender draws). A Grid primitive with Displace (or any modifier that moves
-          vertices only in z) is one.
-cylinder  the mesh is closed (every edge has two faces) and its vertices lie on two parallel
-          planes, on two circles of equal radius whose centres lie on one axis perpendicular
-          to the planes, at least ``MIN_CYLINDER_SEGMENTS`` = 5 vertices per circle (a 4-sided
-          prism is a box, such as the default cube; a 3-sided one a wedge); the optional
-          centre vertices of triangle-fan caps are allowed.
+          origin, diagonals=..., solid=...)`` with each cell's diagonal read from
+          ``mesh.loop_triangles`` (the split Blender draws), in the caller's terrain model:
+          'SURFACE' (solid=False: the triangles as drawn, hit from either side, so hits
+          agree with scene.ray_cast under any object transform) or 'SOLID' (the ground
+          below the surface in the terrain's local axes). A Grid primitive with Displace (or
+          any modifier that moves vertices only in z) is one.
+cylinder  its vertices lie on two parallel planes, on two circles of equal radius whose
+          centres lie on one axis perpendicular to the planes, at least
+          ``MIN_CYLINDER_SEGMENTS`` = 5 vertices per circle (a 4-sided prism is a box, such
+          as the default cube; a 3-sided one a wedge); the centre vertices of triangle-fan
+          caps are allowed. A closed mesh (every edge has two faces: Cap Fill Type N-Gon or
+          Triangle Fan) is the capped solid ``Cylinder``; a mesh open exactly at its two rims
+          (Cap Fill Type Nothing) the open tube ``Cylinder(..., capped=False)``.
 sphere    the mesh is closed and its vertices are equidistant from one centre (least-squares
           sphere, every vertex within ``tolerance``) AND they do not all lie on two parallel
           planes. Equidistance alone is not enough: the vertices of a cube or a cylinder are
@@ -35,9 +44,11 @@ Exact parameters. A UV sphere of radius 1 has vertices at float32 precision (abo
 off the sphere, biased slightly inwards by Blender's float math); the fitted radius is
 snapped to the nearest "round" value (a multiple of 1e-5 of the shape's size, so radius 1,
 0.7 or 2.5 come out exact) when that value lies within ``SNAP_TOLERANCE`` of the fit,
-otherwise the fit is kept. Centres and cylinder end points snap the same way (a centre
-1e-8 from the origin becomes the origin). Terrain heights are the vertex z values as they
-are; the lattice origin and spacing come from the extreme vertices.
+otherwise the fit is kept; far from the origin the size used is at least one float32 ulp
+there / SNAP_TOLERANCE (the vertices cannot tell closer values apart). Fits work in
+coordinates relative to the vertices' mean. Centres and cylinder end points snap the same
+way (a centre 1e-8 from the origin becomes the origin). Terrain heights are the vertex z
+values as they are; the lattice origin and spacing come from the extreme vertices.
 
 Instances. A selected object that instances others (an empty instancing a collection,
 nested or not; a geometry-nodes modifier's instances, of objects or of meshes it makes)
@@ -60,11 +71,19 @@ import numpy as np
 
 from .. import core
 from ..core.vectors import plane_basis
-from .shape_cache import SHAPES, Fingerprint, read_corner_edges, read_corner_verts
+from .shape_cache import (
+    SHAPES,
+    Fingerprint,
+    read_corner_edges,
+    read_corner_verts,
+    read_triangle_faces,
+)
 
 RELATIVE_TOLERANCE = 1e-5
+FLOAT32_ULPS = 4  # vertices are float32, computed in float32: a few ulps of noise
 SNAP_TOLERANCE = 3e-6  # relative to the shape's size
 MIN_CYLINDER_SEGMENTS = 5
+TERRAIN_MODELS = ("SURFACE", "SOLID")  # operators/properties.py describes them
 SIMILARITY_TOLERANCE = 1e-6  # relative spread of a placement's singular values
 
 
@@ -103,6 +122,32 @@ def mesh_is_closed(mesh) -> bool:
     return bool((np.bincount(corner_edges, minlength=len(mesh.edges)) == 2).all())
 
 
+def open_at_both_rims(mesh, low: np.ndarray) -> bool:
+    """True when ``mesh``'s faces leave open exactly its two rims: every vertex lies on the
+    boundary, which has one edge per vertex, each joining two vertices of one circle
+    (``low``: the vertices on the first one). So no cap face, no centre vertex, no missing
+    side face (its boundary would run from circle to circle).
+
+    The faces' vertex cycles come from ``.corner_vert`` and the loop triangles' faces (a face
+    of n corners has n - 2 triangles), the data a terrain's cache entry is keyed on too."""
+    corner_verts = read_corner_verts(mesh)
+    corners = np.bincount(read_triangle_faces(mesh), minlength=len(mesh.polygons)) + 2
+    start = np.repeat(np.cumsum(corners) - corners, corners)
+    size = np.repeat(corners, corners)
+    corner = np.arange(len(corner_verts))
+    following = corner_verts[start + (corner - start + 1) % size]
+    pairs = np.sort(np.column_stack([corner_verts, following]), axis=1)
+    pairs, uses = np.unique(pairs, axis=0, return_counts=True)
+    boundary = pairs[uses == 1]
+    vertex_count = len(mesh.vertices)
+    return bool(
+        (uses <= 2).all()
+        and len(boundary) == vertex_count
+        and (np.bincount(boundary.ravel(), minlength=vertex_count) == 2).all()
+        and (low[boundary[:, 0]] == low[boundary[:, 1]]).all()
+    )
+
+
 def loop_triangle_vertices(mesh) -> np.ndarray:
     """(T, 3) vertex indices of Blender's own triangulation of ``mesh``: the triangles'
     corners (``loops``) mapped through ``.corner_vert``, which reads ~25% faster than the
@@ -121,10 +166,13 @@ def world_matrix(evaluated_object) -> np.ndarray:
 # ---------------------------------------------------------------------------- snapping
 
 
-def snapped(values, size: float):
+def snapped(values, size: float, noise: float = 0.0):
     """``values`` rounded to multiples of 1e-5 * size (a decimal step) where that moves
-    them by at most SNAP_TOLERANCE * size; other values are returned unchanged."""
+    them by at most SNAP_TOLERANCE * size; other values are returned unchanged. ``noise``
+    (float32_noise of the vertices) raises ``size`` to at least noise / SNAP_TOLERANCE: far
+    from the origin the vertices cannot tell apart values closer than one float32 ulp."""
     values = np.asarray(values, dtype=np.float64)
+    size = max(size, noise / SNAP_TOLERANCE)
     step = 10.0 ** (np.floor(np.log10(size)) - 5)
     rounded = np.round(values / step) * step
     # Shorten the binary expansion: 0.7 as the double nearest to 0.7, not 0.7000000000000001.
@@ -152,14 +200,16 @@ def two_parallel_planes(points: np.ndarray, tolerance: float):
     """(unit normal, heights of the points along it) when all points lie on at most two
     parallel planes, else None.
 
-    If they do, at least three of any five points lie on one of the planes (pigeonhole), and
-    on a sphere or circle three distinct points span their plane; so trying the planes
-    through every triple of five well-spread points finds it."""
+    If they do, at least four of any seven points lie on one of the planes (pigeonhole).
+    Points on a circle, plus perhaps its centre (a triangle-fan cap), have at most three on
+    a line (the centre and two opposite rim points), so some three of those four span their
+    plane; trying the planes through every triple of seven well-spread points finds it."""
     if len(points) < 5:
         return None
-    sample = points[spread_sample(points, 5)]
-    # The ten candidate normals in one go (np.cross per 3-vector costs ~80 us).
-    a, b, c = (sample[list(k)] for k in zip(*combinations(range(5), 3)))
+    count = min(7, len(points))
+    sample = points[spread_sample(points, count)]
+    # The candidate normals in one go (np.cross per 3-vector costs ~80 us).
+    a, b, c = (sample[list(k)] for k in zip(*combinations(range(count), 3)))
     normals = np.cross(b - a, c - a)
     lengths = np.linalg.norm(normals, axis=1)
     edges = np.linalg.norm(b - a, axis=1)
@@ -192,6 +242,19 @@ def fit_sphere(points: np.ndarray):
 
 def shape_size(points: np.ndarray) -> float:
     return float(np.ptp(points, axis=0).max())
+
+
+def float32_noise(points: np.ndarray) -> float:
+    """One float32 ulp at the points' largest |coordinate|: how finely Blender can place a
+    vertex there (6e-5 at 700, 4.9e-4 at 5000), whatever the mesh's own size."""
+    return float(np.spacing(np.float32(np.abs(points).max())))
+
+
+def recognition_tolerance(points: np.ndarray) -> float:
+    """How far a vertex may be off an exact shape and still count as on it: 1e-5 of the
+    mesh's size, or ``FLOAT32_ULPS`` ulps of float32 at its largest |coordinate| when that is
+    more (a mesh far from its object's origin, e.g. with its transform applied)."""
+    return max(RELATIVE_TOLERANCE * shape_size(points), FLOAT32_ULPS * float32_noise(points))
 
 
 # ---------------------------------------------------------------------------- recognisers
@@ -238,7 +301,7 @@ def lattice_diagonals(triangles: np.ndarray, i: np.ndarray, j: np.ndarray, nx: i
 def as_terrain(mesh, points: np.ndarray):
     x, y, z = points[:, 0], points[:, 1], points[:, 2]
     x_min, x_max, y_min, y_max = x.min(), x.max(), y.min(), y.max()
-    tolerance = RELATIVE_TOLERANCE * max(x_max - x_min, y_max - y_min)
+    tolerance = recognition_tolerance(points[:, :2])
     if not (x_max - x_min > tolerance and y_max - y_min > tolerance):
         raise NotRecognized("its vertices have no extent in x or y")
     nx = int(np.count_nonzero(np.abs(y - y_min) <= tolerance))
@@ -262,22 +325,52 @@ def as_terrain(mesh, points: np.ndarray):
     heights = heights.reshape(ny, nx)
     diagonals = lattice_diagonals(loop_triangle_vertices(mesh), i, j, nx, ny)
 
-    shape = core.Heightfield(
-        heights, spacing=(dx, dy), origin=(x_min, y_min), surface="TRIANGLES", diagonals=diagonals
-    )
-    return shape, (nx, ny)
+    return Terrain(heights, (dx, dy), (x_min, y_min), diagonals), (nx, ny)
 
 
-def terrain_arrays(shape) -> list:
-    """The arrays a recognised Heightfield holds once queried, its max hierarchy included
-    (built now: the first query needs it anyway); made read-only when it is cached."""
-    return shape.held_arrays()
+class Terrain:
+    """A recognised terrain in local space, and its Heightfield in each terrain model, built
+    on first use from the same lattice, heights and diagonals (the exact triangles Blender
+    draws): 'SURFACE' is those triangles alone, hit from either side (solid=False); 'SOLID'
+    the ground below them in the terrain's local axes (solid=True)."""
+
+    def __init__(self, heights, spacing, origin, diagonals):
+        self.heights = heights
+        self.diagonals = diagonals
+        self.lattice = dict(spacing=spacing, origin=origin, surface="TRIANGLES")
+        self.fields = {}
+
+    def field(self, terrain_model: str):
+        if terrain_model not in TERRAIN_MODELS:
+            raise ValueError(
+                f"terrain_model must be one of {', '.join(TERRAIN_MODELS)}, got {terrain_model!r}"
+            )
+        if terrain_model not in self.fields:
+            self.fields[terrain_model] = core.Heightfield(
+                self.heights,
+                diagonals=self.diagonals,
+                solid=terrain_model == "SOLID",
+                **self.lattice,
+            )
+        return self.fields[terrain_model]
+
+    def arrays(self) -> list:
+        """The arrays it holds (made read-only when it is cached)."""
+        return [array for array in (self.heights, self.diagonals) if array is not None]
+
+    def held_arrays(self) -> list:
+        """Every array it holds now, its Heightfields' included (what the shape cache
+        charges it; they grow as models, hierarchies and mirror images are first used)."""
+        held = self.arrays()
+        for field in self.fields.values():
+            held += field.held_arrays()
+        return held
 
 
 def as_cylinder(mesh, points: np.ndarray, planes):
-    """``planes``: two_parallel_planes(points, RELATIVE_TOLERANCE * shape_size(points))."""
-    size = shape_size(points)
-    tolerance = RELATIVE_TOLERANCE * size
+    """``planes``: two_parallel_planes(points, recognition_tolerance(points))."""
+    size, noise = shape_size(points), float32_noise(points)
+    tolerance = recognition_tolerance(points)
     if planes is None:
         raise NotRecognized("its vertices do not lie on two parallel planes")
     normal, heights = planes
@@ -310,17 +403,24 @@ def as_cylinder(mesh, points: np.ndarray, planes):
     axis = p1 - p0
     if np.linalg.norm(axis - (axis @ normal) * normal) > tolerance:
         raise NotRecognized("its two circles are not on one axis (sheared)")
-    if not mesh_is_closed(mesh):
-        raise NotRecognized("its surface is open (a tube without caps is not a solid cylinder)")
-    radius = float(snapped(0.5 * (r0 + r1), size))
-    p0, p1 = snapped(p0, size), snapped(p1, size)
-    return core.Cylinder(p0, p1, radius), (radius, float(np.linalg.norm(p1 - p0)))
+    capped = mesh_is_closed(mesh)
+    if not capped and not open_at_both_rims(mesh, low):
+        raise NotRecognized(
+            "its surface is open, but not just at both ends (a cap or a side face is missing)"
+        )
+    radius = float(snapped(0.5 * (r0 + r1), size, noise))
+    p0, p1 = snapped(p0, size, noise), snapped(p1, size, noise)
+    return core.Cylinder(p0, p1, radius, capped=capped), (
+        radius,
+        float(np.linalg.norm(p1 - p0)),
+        capped,
+    )
 
 
 def as_sphere(mesh, points: np.ndarray, planes):
     """``planes``: as for as_cylinder."""
-    size = shape_size(points)
-    tolerance = RELATIVE_TOLERANCE * size
+    size, noise = shape_size(points), float32_noise(points)
+    tolerance = recognition_tolerance(points)
     if len(points) < 5:
         raise NotRecognized(f"it has only {len(points)} vertices")
     centre, radius = fit_sphere(points)
@@ -336,8 +436,8 @@ def as_sphere(mesh, points: np.ndarray, planes):
         )
     if not mesh_is_closed(mesh):
         raise NotRecognized("its surface is open (not a solid sphere)")
-    centre = snapped(centre, size)
-    radius = float(snapped(radius, size))
+    centre = snapped(centre, size, noise)
+    radius = float(snapped(radius, size, noise))
     centre_error = np.abs(np.linalg.norm(points - centre, axis=1) - radius).max()
     if centre_error > tolerance:
         raise NotRecognized("its snapped centre does not fit its vertices")
@@ -355,14 +455,14 @@ def scale_description(matrix: np.ndarray):
     return None
 
 
-def recognize(obj, depsgraph) -> Recognized:
+def recognize(obj, depsgraph, terrain_model: str = "SURFACE") -> Recognized:
     """``obj`` (an original or evaluated object) as a placed core shape, from its own mesh
     (recognize_object also takes an instancer's instances).
 
     Raises NotRecognized naming the object and why it is not a sphere, cylinder or terrain,
     or why core refused it (e.g. a zero scale makes its matrix singular)."""
     try:
-        return recognize_shape(obj, depsgraph)
+        return recognize_shape(obj, depsgraph, terrain_model)
     except NotRecognized:
         raise
     except ValueError as error:
@@ -378,7 +478,7 @@ def not_a_mesh(name: str, object_type: str) -> NotRecognized:
     )
 
 
-def recognize_shape(obj, depsgraph) -> Recognized:
+def recognize_shape(obj, depsgraph, terrain_model: str) -> Recognized:
     name = obj.name
     if obj.type == "EMPTY":
         collection = obj.instance_collection if obj.instance_type == "COLLECTION" else None
@@ -394,20 +494,31 @@ def recognize_shape(obj, depsgraph) -> Recognized:
     if obj.type != "MESH":
         raise not_a_mesh(name, obj.type)
     evaluated = obj.evaluated_get(depsgraph)
-    kind, shape, size = local_shape(name, obj.name_full, evaluated)
-    matrix = world_matrix(evaluated)
+    kind, shape, size = local_shape(name, obj.name_full, evaluated, terrain_model)
+    return placed_target(name, kind, shape, size, world_matrix(evaluated))
+
+
+def placed_target(name: str, kind: str, shape, size, matrix: np.ndarray) -> Recognized:
+    """A local shape placed by ``matrix`` (an object's matrix_world or an instance's)."""
+    if not np.isfinite(matrix).all():
+        raise NotRecognized(
+            f"{name} has a transform that is not finite (location, rotation "
+            "or scale holds inf or nan)"
+        )
     return Recognized(
         name, kind, core.Placed(shape, matrix), description(kind, size, scale_description(matrix))
     )
 
 
-def local_shape(name: str, key: str, evaluated):
-    """(kind, local shape, size) of the evaluated mesh object ``evaluated``, from the shape
-    cache under ``key`` when its mesh is unchanged, else recognised afresh (and stored)."""
+def local_shape(name: str, key: str, evaluated, terrain_model: str):
+    """(kind, local shape, size) of the evaluated mesh object ``evaluated``, a terrain in
+    ``terrain_model``: from the shape cache under ``key`` when its mesh is unchanged, else
+    recognised afresh (and stored)."""
     mesh = evaluated.data
     positions = mesh_positions(mesh)
     if len(positions) < 4:
         raise NotRecognized(f"{name} has only {len(positions)} vertices")
+    check_finite(name, positions)
     # Edit mode may tessellate from the BMesh: never cached (see shape_cache.py).
     use_cache = evaluated.original.mode != "EDIT"
     local = SHAPES.lookup(key, mesh, positions) if use_cache else None
@@ -415,19 +526,40 @@ def local_shape(name: str, key: str, evaluated):
         local = recognize_local(name, mesh, positions)
         if use_cache:
             kind, shape, _ = local
-            depends_on = "TRIANGULATION" if kind == "TERRAIN" else "CLOSEDNESS"
+            if kind == "TERRAIN":  # built now, as the first query needs it: measured
+                _ = shape.field(terrain_model).hierarchy
+            # An open tube's rims are read from the faces' vertex cycles (open_at_both_rims).
+            open_tube = kind == "CYLINDER" and not shape.capped
+            depends_on = "TRIANGULATION" if kind == "TERRAIN" or open_tube else "CLOSEDNESS"
             SHAPES.store(
                 key,
                 Fingerprint.read(mesh, positions, depends_on),
                 local,
-                value_arrays=terrain_arrays(shape) if kind == "TERRAIN" else (),
+                value_arrays=shape.arrays() if kind == "TERRAIN" else (),
+                held=shape.held_arrays if kind == "TERRAIN" else None,
             )
-    return local
+    kind, shape, size = local
+    if kind == "TERRAIN":
+        shape = shape.field(terrain_model)
+    return kind, shape, size
+
+
+def check_finite(name: str, positions: np.ndarray):
+    """NotRecognized naming the object and its first vertex that is not finite (inf or nan,
+    e.g. from a shape key, a Displace modifier or a script): checked before any fit, whose
+    linear algebra would fail on it with a message of its own."""
+    finite = np.isfinite(positions)
+    if not finite.all():  # (flat: a reduction along the length-3 axis costs 100x more)
+        index = int(np.argmin(finite.all(axis=1)))
+        x, y, z = (float(value) for value in positions[index])
+        raise NotRecognized(
+            f"{name} has a vertex that is not finite: vertex {index} at ({x:g}, {y:g}, {z:g})"
+        )
 
 
 def recognize_local(name, mesh, positions: np.ndarray):
     """(kind, local shape, size) of ``mesh`` from its float32 ``positions``: size is
-    (nx, ny) for a terrain, (radius, height) for a cylinder, the radius for a sphere.
+    (nx, ny) for a terrain, (radius, height, capped) for a cylinder, the radius for a sphere.
     NotRecognized with every reason when it is none of them."""
     points = positions.astype(np.float64)
     reasons = []
@@ -436,7 +568,7 @@ def recognize_local(name, mesh, positions: np.ndarray):
         return "TERRAIN", shape, size
     except NotRecognized as reason:
         reasons.append(f"not a terrain: {reason}")
-    planes = two_parallel_planes(points, RELATIVE_TOLERANCE * shape_size(points))
+    planes = two_parallel_planes(points, recognition_tolerance(points))
     try:
         shape, size = as_cylinder(mesh, points, planes)
         return "CYLINDER", shape, size
@@ -455,10 +587,11 @@ def description(kind: str, size, scale) -> str:
     if kind == "TERRAIN":
         return f"Terrain {size[0]}x{size[1]}"
     if kind == "CYLINDER":
-        radius, height = size
+        radius, height, capped = size
+        noun = "Cylinder" if capped else "Open tube"
         if scale is None:
-            return f"Cylinder r={radius:.3f} h={height:.3f} (non-uniform scale)"
-        return f"Cylinder r={radius * scale:.3f} h={height * scale:.3f}"
+            return f"{noun} r={radius:.3f} h={height:.3f} (non-uniform scale)"
+        return f"{noun} r={radius * scale:.3f} h={height * scale:.3f}"
     if scale is None:
         return f"Ellipsoid (sphere r={size:.3f}, non-uniform scale)"
     return f"Sphere r={size * scale:.3f}"
@@ -506,7 +639,7 @@ class Instance:
     local: object  # (kind, shape, size) as from local_shape, or the NotRecognized
 
 
-def read_instances(objects, depsgraph) -> dict:
+def read_instances(objects, depsgraph, terrain_model: str = "SURFACE") -> dict:
     """{selected object's pointer: [Instance, ...]} for the objects of ``objects`` that
     instance something, in the depsgraph's order; objects without a surface (empties,
     lights, cameras...) are left out. Each distinct mesh is recognised once per call; the
@@ -515,9 +648,9 @@ def read_instances(objects, depsgraph) -> dict:
     wanted = {obj.original.as_pointer() for obj in objects if may_instance(obj)}
     if not wanted:
         return {}
-    found = {pointer: [] for pointer in wanted}
-    by_mesh = {}  # mesh pointer -> local_shape result or NotRecognized
-    geometry_ranks = {}  # generating object name -> {mesh pointer: rank}
+    found: dict[int, list[Instance]] = {pointer: [] for pointer in wanted}
+    by_mesh: dict[int, object] = {}  # mesh pointer -> local_shape result or NotRecognized
+    geometry_ranks: dict[str, dict[int, int]] = {}  # generating object -> {mesh: rank}
     for item in depsgraph.object_instances:
         if not item.is_instance or item.parent is None:
             continue
@@ -538,6 +671,7 @@ def read_instances(objects, depsgraph) -> dict:
             ranks = geometry_ranks.setdefault(origin.name_full, {})
             rank = ranks.setdefault(evaluated.data.as_pointer(), len(ranks))
             key = f"{origin.name_full} geometry {rank}"
+        local: object
         if evaluated.type != "MESH":
             local = not_a_mesh(base, evaluated.type)
         else:
@@ -545,7 +679,7 @@ def read_instances(objects, depsgraph) -> dict:
             local = by_mesh.get(mesh_pointer)
             if local is None:
                 try:
-                    local = local_shape(base, key, evaluated)
+                    local = local_shape(base, key, evaluated, terrain_model)
                 except NotRecognized as error:
                     local = error
                 except ValueError as error:  # core refused the shape
@@ -563,7 +697,7 @@ def recognize_instances(instances) -> list:
     numbered "Sphere (instance 2/5 via Points)" when an instancer has several of one object;
     NotRecognized (naming the instance) for the first that is not a supported shape."""
     counts = Counter(instance.base for instance in instances)
-    seen = Counter()
+    seen: Counter[str] = Counter()
     targets = []
     for instance in instances:
         seen[instance.base] += 1
@@ -575,40 +709,44 @@ def recognize_instances(instances) -> list:
             raise NotRecognized(name + message)
         kind, shape, size = instance.local
         try:
-            placed = core.Placed(shape, instance.matrix)
+            targets.append(placed_target(name, kind, shape, size, instance.matrix))
+        except NotRecognized:
+            raise
         except ValueError as error:
             raise NotRecognized(f"{name} cannot be queried: {error}") from None
-        scale = scale_description(instance.matrix)
-        targets.append(Recognized(name, kind, placed, description(kind, size, scale)))
     return targets
 
 
-def recognize_object(obj, depsgraph, instances=None) -> list:
+def recognize_object(obj, depsgraph, terrain_model: str = "SURFACE", instances=None) -> list:
     """``obj`` as a list of targets: itself, or its instances (``instances`` as from
     read_instances, read here when not given) and its own mesh when it has vertices."""
     if instances is None:
-        instances = read_instances([obj], depsgraph)
+        instances = read_instances([obj], depsgraph, terrain_model)
     own_instances = instances.get(obj.original.as_pointer())
     if not own_instances:
-        return [recognize(obj, depsgraph)]
+        return [recognize(obj, depsgraph, terrain_model)]
     targets = []
     if obj.type == "MESH" and len(obj.evaluated_get(depsgraph).data.vertices):
-        targets.append(recognize(obj, depsgraph))
+        targets.append(recognize(obj, depsgraph, terrain_model))
     return targets + recognize_instances(own_instances)
 
 
-def recognize_all(objects, depsgraph) -> list:
+def recognize_all(objects, depsgraph, terrain_model: str = "SURFACE") -> list:
     """Every object of ``objects`` recognised, instances included; NotRecognized for the
     first that is not."""
-    instances = read_instances(objects, depsgraph)
-    return [target for obj in objects for target in recognize_object(obj, depsgraph, instances)]
+    instances = read_instances(objects, depsgraph, terrain_model)
+    return [
+        target
+        for obj in objects
+        for target in recognize_object(obj, depsgraph, terrain_model, instances)
+    ]
 
 
-def describe(obj, depsgraph):
+def describe(obj, depsgraph, terrain_model: str = "SURFACE"):
     """(recognised, text) for the panel: the shape's description, a summary of an
     instancer's instances, or why it is not a target."""
     try:
-        targets = recognize_object(obj, depsgraph)
+        targets = recognize_object(obj, depsgraph, terrain_model)
     except ValueError as error:
         return False, str(error).removeprefix(f"{obj.name} ")
     own = [target.description for target in targets if target.name == obj.name]

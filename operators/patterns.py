@@ -7,6 +7,8 @@ FAN     ``fan_count`` rays from ``origin`` filling a cone around ``direction`` w
 GRID    ``grid_rows`` x ``grid_columns`` parallel rays along ``direction``, their origins
         spread evenly over a ``grid_width`` x ``grid_width`` square centred on ``origin``
         and perpendicular to the direction (one row or column sits on the centre line).
+
+Errors name the operators' properties as the user sees them ("Origin", "Cone Angle").
 """
 
 from __future__ import annotations
@@ -15,13 +17,36 @@ import numpy as np
 
 PATTERNS = ("SINGLE", "FAN", "GRID")
 GOLDEN_ANGLE = np.pi * (3.0 - np.sqrt(5.0))
+# The Cone Angle slider's maximum, pi, as a float property stores it: float32(pi) > pi.
+STORED_PI = float(np.float32(np.pi))
+
+
+def as_text(vector) -> str:
+    """``vector`` as the user would write it: (nan, 0, 1.5)."""
+    return "(" + ", ".join(f"{float(value):g}" for value in vector) + ")"
+
+
+def finite_vector(label: str, vector) -> np.ndarray:
+    """``vector`` (a property's value) as float64; ValueError naming the property (its
+    ``label``, e.g. "Start") when a component is inf or nan."""
+    vector = np.asarray(vector, dtype=np.float64)
+    if not np.isfinite(vector).all():
+        raise ValueError(f"{label} is not finite {as_text(vector)}")
+    return vector
+
+
+def finite_number(label: str, value) -> float:
+    """``value`` (a property's value); ValueError naming the property when inf or nan."""
+    if not np.isfinite(value):
+        raise ValueError(f"{label} is not finite ({float(value):g})")
+    return float(value)
 
 
 def unit_direction(direction) -> np.ndarray:
-    direction = np.asarray(direction, dtype=np.float64)
+    direction = finite_vector("Direction", direction)
     length = np.linalg.norm(direction)
-    if not (np.isfinite(length) and length > 0.0):
-        raise ValueError(f"direction must be a non-zero vector, got {direction.tolist()}")
+    if not length > 0.0:
+        raise ValueError(f"Direction must not be zero, got {as_text(direction)}")
     return direction / length
 
 
@@ -37,9 +62,10 @@ def perpendicular_basis(unit: np.ndarray):
 def fan_directions(unit: np.ndarray, count: int, angle: float) -> np.ndarray:
     """(count, 3) unit directions filling the cone of full apex ``angle`` around ``unit``."""
     if count < 1:
-        raise ValueError(f"fan_count must be at least 1, got {count}")
-    if not 0.0 <= angle <= np.pi:
-        raise ValueError(f"fan_angle must be between 0 and 180 degrees, got {np.degrees(angle)}")
+        raise ValueError(f"Rays must be at least 1, got {count}")
+    if not 0.0 <= angle <= STORED_PI:
+        raise ValueError(f"Cone Angle must be between 0 and 180 degrees, got {np.degrees(angle):g}")
+    angle = min(angle, np.pi)
     k = np.arange(count, dtype=np.float64)
     fraction = k / (count - 1) if count > 1 else k
     cos_polar = 1.0 - (1.0 - np.cos(0.5 * angle)) * fraction
@@ -58,9 +84,9 @@ def grid_origins(
 ) -> np.ndarray:
     """(rows * columns, 3) origins over a width x width square around ``origin``, row-major."""
     if rows < 1 or columns < 1:
-        raise ValueError(f"grid_rows and grid_columns must be at least 1, got {rows}x{columns}")
+        raise ValueError(f"Rows and Columns must be at least 1, got {rows} x {columns}")
     if not (np.isfinite(width) and width >= 0.0):
-        raise ValueError(f"grid_width must be a non-negative number, got {width}")
+        raise ValueError(f"Width must be a number of at least 0, got {width:g}")
     u, v = perpendicular_basis(unit)
     across = np.linspace(-0.5 * width, 0.5 * width, columns) if columns > 1 else np.zeros(1)
     down = np.linspace(-0.5 * width, 0.5 * width, rows) if rows > 1 else np.zeros(1)
@@ -80,9 +106,7 @@ def ray_pattern(
     grid_width=0.0,
 ):
     """(origins, directions), each (N, 3) float64 with unit directions, for ``pattern``."""
-    origin = np.asarray(origin, dtype=np.float64)
-    if origin.shape != (3,) or not np.isfinite(origin).all():
-        raise ValueError(f"origin must be 3 finite numbers, got {origin.tolist()}")
+    origin = finite_vector("Origin", origin)
     unit = unit_direction(direction)
     if pattern == "SINGLE":
         return origin[np.newaxis, :].copy(), unit[np.newaxis, :].copy()
@@ -92,4 +116,4 @@ def ray_pattern(
     if pattern == "GRID":
         origins = grid_origins(origin, unit, grid_rows, grid_columns, grid_width)
         return origins, np.broadcast_to(unit, origins.shape).copy()
-    raise ValueError(f"pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}")
+    raise ValueError(f"Pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}")

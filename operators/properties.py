@@ -15,6 +15,21 @@ OUTPUT_ITEMS = (
     ("EMPTIES", "Empties", "One empty per hit, Z axis along the normal"),
     ("POINT_MESH", "Point Mesh", "One mesh object whose vertices are the hits"),
 )
+TERRAIN_MODEL_ITEMS = (
+    (
+        "SURFACE",
+        "Surface",
+        "A terrain is its triangles as Blender draws them, hit from either side "
+        "(as scene.ray_cast sees it)",
+    ),
+    (
+        "SOLID",
+        "Solid",
+        "A terrain is the ground below its surface, in the terrain's local axes (local -Z "
+        "is down): a ray starting under it hits at once, one entering from the side hits "
+        "the side wall",
+    ),
+)
 DIRECTION_SOURCE_ITEMS = (
     (
         "CURSOR",
@@ -36,7 +51,11 @@ FIRE_RAY_SETTINGS = (
     "grid_width",
     "output",
     "marker_size",
+    "terrain_model",
 )
+# Settings the Sphere Cast button copies from the panel to the operator (the panel's
+# cast_radius goes to the operator's radius).
+SPHERE_CAST_SETTINGS = ("max_distance", "terrain_model")
 
 
 def max_distance_property():
@@ -101,6 +120,15 @@ def output_property():
 
 def direction_source_property():
     return EnumProperty(name="Direction From", items=DIRECTION_SOURCE_ITEMS, default="CURSOR")
+
+
+def terrain_model_property():
+    return EnumProperty(
+        name="Terrain",
+        description="What a terrain (a displaced grid) is to the queries",
+        items=TERRAIN_MODEL_ITEMS,
+        default="SURFACE",
+    )
 
 
 def marker_size_property():

@@ -10,6 +10,7 @@ supported shape) is reported as an error and cancels the operator with the scene
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import bpy
 import numpy as np
@@ -18,25 +19,33 @@ from mathutils import Vector
 
 from . import mapping, nearest, patterns, properties, results
 
+if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the stubs
+    from bpy.stub_internal.rna_enums import OperatorReturnItems
+
+# Blender's property annotations (`origin: FloatVectorProperty(...)`) are calls, which mypy
+# rejects as types; fake-bpy-module cannot describe them (they are Blender's own annotation
+# semantics), hence the `# type: ignore[valid-type]` on each.
+
 
 def cursor_forward(scene) -> Vector:
     """The 3D cursor's -Z axis, the default direction of every query."""
     return scene.cursor.matrix.to_3x3() @ Vector((0.0, 0.0, -1.0))
 
 
-def store_last_result(context, message: str):
+def store_last_result(context: bpy.types.Context, message: str) -> None:
     settings = getattr(context.scene, "geometry_queries", None)
     if settings is not None:
         settings.last_result = message
 
 
-def query_targets(context) -> list:
+def query_targets(context: bpy.types.Context) -> list:
     """The selected objects, except results the add-on created earlier (hit markers and
     point meshes are never targets, so selecting everything just works)."""
-    return [obj for obj in context.selected_objects if results.TAG not in obj]
+    # An ID property test, which the stubs lack (see results.py).
+    return [obj for obj in context.selected_objects if results.TAG not in obj]  # type: ignore[operator]
 
 
-def poll_objects_to_query(cls, context) -> bool:
+def poll_objects_to_query(cls: type[bpy.types.Operator], context: bpy.types.Context) -> bool:
     if context.mode != "OBJECT":
         cls.poll_message_set("Switch to Object Mode: queries read the evaluated objects")
         return False
@@ -54,7 +63,7 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
     bl_label = "Fire Ray"
     bl_options = {"REGISTER", "UNDO"}
 
-    origin: FloatVectorProperty(
+    origin: FloatVectorProperty(  # type: ignore[valid-type]
         name="Origin",
         description="Where the rays start (default: the 3D cursor)",
         subtype="TRANSLATION",
@@ -62,26 +71,27 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
         size=3,
         options={"SKIP_SAVE"},
     )
-    direction: FloatVectorProperty(
+    direction: FloatVectorProperty(  # type: ignore[valid-type]
         name="Direction",
         description="Ray direction, any length but zero (default: the 3D cursor's -Z axis)",
         subtype="XYZ",
         size=3,
         options={"SKIP_SAVE"},
     )
-    direction_source: properties.direction_source_property()
-    max_distance: properties.max_distance_property()
-    pattern: properties.pattern_property()
-    fan_count: properties.fan_count_property()
-    fan_angle: properties.fan_angle_property()
-    grid_rows: properties.grid_rows_property()
-    grid_columns: properties.grid_columns_property()
-    grid_width: properties.grid_width_property()
-    output: properties.output_property()
-    marker_size: properties.marker_size_property()
+    direction_source: properties.direction_source_property()  # type: ignore[valid-type]
+    max_distance: properties.max_distance_property()  # type: ignore[valid-type]
+    pattern: properties.pattern_property()  # type: ignore[valid-type]
+    fan_count: properties.fan_count_property()  # type: ignore[valid-type]
+    fan_angle: properties.fan_angle_property()  # type: ignore[valid-type]
+    grid_rows: properties.grid_rows_property()  # type: ignore[valid-type]
+    grid_columns: properties.grid_columns_property()  # type: ignore[valid-type]
+    grid_width: properties.grid_width_property()  # type: ignore[valid-type]
+    output: properties.output_property()  # type: ignore[valid-type]
+    marker_size: properties.marker_size_property()  # type: ignore[valid-type]
+    terrain_model: properties.terrain_model_property()  # type: ignore[valid-type]
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         return poll_objects_to_query(cls, context)
 
     def fill_defaults(self, context):
@@ -102,10 +112,12 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
         elif not self.properties.is_property_set("direction"):
             self.direction = cursor_forward(scene)
 
-    def execute(self, context):
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         scene = context.scene
         try:
             self.fill_defaults(context)
+            if np.isnan(self.max_distance):
+                raise ValueError("Max Distance is not a number (nan)")
             origins, directions = patterns.ray_pattern(
                 self.pattern,
                 self.origin,
@@ -117,7 +129,7 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
                 grid_width=self.grid_width,
             )
             targets = mapping.recognize_all(
-                query_targets(context), context.evaluated_depsgraph_get()
+                query_targets(context), context.evaluated_depsgraph_get(), self.terrain_model
             )
             hits = nearest.nearest_ray_hits(targets, origins, directions, self.max_distance)
         except ValueError as error:
@@ -152,7 +164,7 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
     bl_label = "Sphere Cast"
     bl_options = {"REGISTER", "UNDO"}
 
-    start: FloatVectorProperty(
+    start: FloatVectorProperty(  # type: ignore[valid-type]
         name="Start",
         description="Where the sphere's centre starts (default: the 3D cursor)",
         subtype="TRANSLATION",
@@ -160,7 +172,7 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
         size=3,
         options={"SKIP_SAVE"},
     )
-    end: FloatVectorProperty(
+    end: FloatVectorProperty(  # type: ignore[valid-type]
         name="End",
         description="Where the sphere's centre ends (default: Max Distance along "
         "the 3D cursor's -Z axis from the start)",
@@ -169,24 +181,31 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
         size=3,
         options={"SKIP_SAVE"},
     )
-    radius: properties.cast_radius_property()
-    max_distance: properties.max_distance_property()
+    radius: properties.cast_radius_property()  # type: ignore[valid-type]
+    max_distance: properties.max_distance_property()  # type: ignore[valid-type]
+    terrain_model: properties.terrain_model_property()  # type: ignore[valid-type]
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         return poll_objects_to_query(cls, context)
 
-    def execute(self, context):
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         scene = context.scene
-        if not self.properties.is_property_set("start"):
-            self.start = scene.cursor.location
-        if not self.properties.is_property_set("end"):
-            self.end = Vector(self.start) + self.max_distance * cursor_forward(scene)
         try:
-            if Vector(self.start) == Vector(self.end):
-                raise ValueError("start and end must differ (the cast needs a direction)")
+            if not self.properties.is_property_set("start"):
+                self.start = scene.cursor.location  # type: ignore[union-attr]  # runs in a scene
+            if not self.properties.is_property_set("end"):
+                patterns.finite_number("Max Distance", self.max_distance)
+                self.end = Vector(self.start) + self.max_distance * cursor_forward(scene)
+            start = patterns.finite_vector("Start", self.start)
+            end = patterns.finite_vector("End", self.end)
+            radius = patterns.finite_number("Radius", self.radius)
+            if not radius > 0.0:
+                raise ValueError(f"Radius must be more than 0, got {radius:g}")
+            if (start == end).all():
+                raise ValueError("Start and End must differ (the cast needs a direction)")
             targets = mapping.recognize_all(
-                query_targets(context), context.evaluated_depsgraph_get()
+                query_targets(context), context.evaluated_depsgraph_get(), self.terrain_model
             )
             unsupported = [f"{t.name} ({t.kind.lower()})" for t in targets if t.kind != "SPHERE"]
             if unsupported:
@@ -195,9 +214,7 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
                     + ", ".join(unsupported)
                 )
             targets = [replace(t, shape=mapping.as_similarity(t.shape)) for t in targets]
-            contact = nearest.first_cast_contact(
-                targets, np.array(self.start), np.array(self.end), self.radius
-            )
+            contact = nearest.first_cast_contact(targets, start, end, radius)
         except ValueError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
@@ -224,13 +241,13 @@ class GEOMETRY_QUERIES_OT_clear_hits(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     @classmethod
-    def poll(cls, context):
+    def poll(cls, context: bpy.types.Context) -> bool:
         if not results.anything_created(context.scene):
             cls.poll_message_set("Nothing to clear: this scene has no Geometry Queries results")
             return False
         return True
 
-    def execute(self, context):
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         removed = results.remove_created(context.scene)
         message = f"Removed {removed} {'object' if removed == 1 else 'objects'}"
         self.report({"INFO"}, message)

@@ -16,25 +16,54 @@ Ray hits are written as
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import bpy
 import numpy as np
 from mathutils import Matrix, Vector
+
+if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the stubs
+    from bpy.stub_internal.rna_enums import ObjectEmptyDrawtypeItems
+
+# Two gaps in fake-bpy-module, each ignored where it shows: `key in id_block` (ID properties;
+# the stubs' bpy_struct has no __contains__), and an attribute's `data` (mesh.attributes
+# returns the base type Attribute there; at run time FloatVectorAttribute, IntAttribute, ...).
 
 TAG = "geometry_queries"
 HITS_COLLECTION_NAME = "Geometry Query Hits"
 EMPTIES_MAX_HITS = 64
 
 
+# Each fixed length unit of Scene > Units > Length and how bpy.utils.units writes it.
+LENGTH_UNIT_SYMBOLS = {
+    "KILOMETERS": "km",
+    "METERS": "m",
+    "CENTIMETERS": "cm",
+    "MILLIMETERS": "mm",
+    "MICROMETERS": "µm",
+    "MILES": "mi",
+    "FEET": "'",
+    "INCHES": '"',
+    "THOU": "thou",
+}
+
+
 def format_length(scene, value: float) -> str:
-    """``value`` (Blender units) in the scene's length unit, e.g. "4.210 m"."""
+    """``value`` (Blender units) as the scene's unit settings show lengths: Unit Scale
+    applied, in the chosen Length unit ("4.000 cm", "0.131'"), Blender's own choice when it
+    is Adaptive ("4 cm"), a plain number under Unit System None ("0.040")."""
     units = scene.unit_settings
-    if units.system == "METRIC":
-        return f"{value * units.scale_length:.3f} m"
-    if units.system == "IMPERIAL":
-        return bpy.utils.units.to_string(
-            "IMPERIAL", "LENGTH", value * units.scale_length, precision=3
-        )
-    return f"{value:.3f}"
+    if units.system == "NONE":
+        return f"{value:.3f}"
+    scaled = value * units.scale_length
+    symbol = LENGTH_UNIT_SYMBOLS.get(units.length_unit)
+    if symbol is None:  # ADAPTIVE
+        return bpy.utils.units.to_string(units.system, "LENGTH", scaled, precision=4)
+    # to_value answers in float32 (0.00999999978 for 1 cm); every unit's definition has at
+    # most 7 significant digits (1 mi = 1609.344 m), so rounding there makes it exact.
+    unit = float(f"{bpy.utils.units.to_value(units.system, 'LENGTH', f'1{symbol}'):.7g}")
+    space = "" if symbol in "'\"" else " "
+    return f"{scaled / unit:.3f}{space}{symbol}"
 
 
 def hits_collection(scene):
@@ -48,7 +77,9 @@ def hits_collection(scene):
     return collection
 
 
-def new_marker(collection, name: str, location, z_axis, display_type: str, size: float):
+def new_marker(
+    collection, name: str, location, z_axis, display_type: ObjectEmptyDrawtypeItems, size: float
+):
     """A tagged empty at ``location`` whose Z axis points along ``z_axis``."""
     marker = bpy.data.objects.new(name, None)
     marker.empty_display_type = display_type
@@ -90,15 +121,15 @@ def write_hit_point_mesh(scene, hits, target_names, name: str = "Ray Hits"):
     mesh = bpy.data.meshes.new(name)
     mesh[TAG] = "hits"
     mesh.vertices.add(len(rows))
-    mesh.attributes["position"].data.foreach_set(
+    mesh.attributes["position"].data.foreach_set(  # type: ignore[attr-defined]
         "vector", hits.point[rows].astype(np.float32).ravel()
     )
     normal = mesh.attributes.new("hit_normal", "FLOAT_VECTOR", "POINT")
-    normal.data.foreach_set("vector", hits.normal[rows].astype(np.float32).ravel())
+    normal.data.foreach_set("vector", hits.normal[rows].astype(np.float32).ravel())  # type: ignore[attr-defined]
     distance = mesh.attributes.new("distance", "FLOAT", "POINT")
-    distance.data.foreach_set("value", hits.distance[rows].astype(np.float32))
+    distance.data.foreach_set("value", hits.distance[rows].astype(np.float32))  # type: ignore[attr-defined]
     target = mesh.attributes.new("target_index", "INT", "POINT")
-    target.data.foreach_set("value", hits.target[rows].astype(np.int32))
+    target.data.foreach_set("value", hits.target[rows].astype(np.int32))  # type: ignore[attr-defined]
     mesh.update()
     point_cloud = bpy.data.objects.new(name, mesh)
     point_cloud[TAG] = "hits"
@@ -135,7 +166,7 @@ def scene_collections(scene) -> list:
     return [scene.collection, *scene.collection.children_recursive]
 
 
-def created_in(scene):
+def created_in(scene) -> tuple[list, list]:
     """(tagged objects, tagged collections) in ``scene``: what Clear Hits removes there."""
     objects = [obj for obj in scene.objects if TAG in obj]
     collections = [c for c in scene.collection.children_recursive if TAG in c]

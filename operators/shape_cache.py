@@ -45,62 +45,77 @@ difference, even one bit of one vertex, is a miss. The object's placement is nev
 no collision argument at all. Edit mode is never cached: there the mesh may be tessellated
 from its BMesh.
 
-Bounded memory: a budget of ``MAX_BYTES`` for everything the entries hold (fingerprints,
-the shapes' arrays, a terrain's max hierarchy), least recently used evicted first; no limit
-on the number of entries. The budget is a quarter of what one 4096 x 4096 Grid terrain costs
-(``grid_terrain_bytes``, per vertex V and per cell C of an n x n grid of quads):
+Bounded memory: a budget of ``MAX_BYTES`` for everything the entries hold (fingerprints, the
+recognised shapes with every array their Heightfields keep), least recently used evicted
+first; no limit on the number of entries. A terrain grows after it is stored (its max
+hierarchy, the other terrain model, the mirror image for rays from below are built on first
+use), so sizes are measured again at every lookup and store (summing each distinct buffer
+once: some arrays are views of others). The budget is a quarter of what one 4096 x 4096 Grid
+terrain costs at its largest in the default model, SURFACE, hit from above and below
+(``grid_terrain_bytes``; per vertex V and per cell C of an n x n grid of quads, H the size
+of one max hierarchy):
 
-====================================  =============  ===================
-what                                  bytes          4096 x 4096
-====================================  =============  ===================
-positions (float32 x 3)               12 V           192.0 MiB
-corner vertices (4 int32 per quad)    16 C           255.9 MiB
-loop-triangle faces (2 int32)         8 C            127.9 MiB
-heights (float64)                     8 V            128.0 MiB
-diagonals (bool) and float64 copy     C + 8 C        143.9 MiB
-hierarchy: cells level (padded)       8 (n + 1)^2    128.1 MiB
-hierarchy: blocks of 8 x 8 cells      about 0.3 C    4.7 MiB
-total                                                980.5 MiB
-====================================  =============  ===================
+==============================================  ============  ============
+what                                            bytes         4096 x 4096
+==============================================  ============  ============
+fingerprint: positions (float32 x 3)            12 V          192.0 MiB
+fingerprint: corner vertices, triangle faces    16 C + 8 C    383.8 MiB
+recognised: heights (float64), diagonals        8 V + C       144.0 MiB
+Heightfield: heights, diagonals, float copy     8 V + 9 C     271.9 MiB
+Heightfield: each cell's tolerance              8 C           127.9 MiB
+seen from above: cell tops, tolerances          8 C + 8 V     255.9 MiB
+seen from below: heights, cell tops, tolerances 16 V + 8 C    383.9 MiB
+two max hierarchies, H = 8 (n + 1)^2 + ~0.3 C   2 H           265.5 MiB
+total                                                         2025.1 MiB
+==============================================  ============  ============
 
-so ``MAX_BYTES`` = 245.1 MiB: one terrain of up to 2048 x 2048 vertices is cached (the
-1500 x 1500 grid of issue 11 costs 131.5 MiB, 114.4 MiB when no quad is flipped), or two of
-up to 1448 x 1448, and any number of spheres and cylinders (a 32 x 16 UV sphere: 13 KiB). A
-terrain larger than the whole budget is simply not cached. Tests lower the budget by setting
-the module constant ``MAX_BYTES`` (read at every store). The arrays of a cached shape that
-mapping hands in (a Heightfield's ``held_arrays``) are made read-only, since every later
-query shares them.
+so ``MAX_BYTES`` = 506.3 MiB: one terrain of up to 2048 x 2048 vertices is cached, the
+1500 x 1500 grid of issue 11 (at most 271.5 MiB; 202.2 MiB when only hit from above) and any
+number of spheres and cylinders (a 32 x 16 UV sphere: 13 KiB). A terrain larger than the
+whole budget is simply not cached. Tests lower the budget by setting the module constant
+``MAX_BYTES`` (read at every store and lookup). The arrays a cached terrain was recognised
+from (its heights and diagonals) are made read-only, since every later query shares them.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 
-def grid_terrain_bytes(n: int) -> int:
-    """What the cache holds for a terrain made from an n x n Grid primitive (quads; see the
-    module docstring): its fingerprint, heights, diagonals and max hierarchy (every block
-    level counted, though levels that skip nothing are left out of the real one)."""
-    vertices, cells = n * n, (n - 1) ** 2
-    fingerprint = 12 * vertices + (4 + 2) * 4 * cells
-    shape = 8 * vertices + cells + 8 * cells
-    hierarchy = 8 * (n + 1) ** 2  # the cells level, padded by one node all round
-    blocks = -(-(n - 1) // 8)  # BLOCK x BLOCK cells each
-    hierarchy += 8 * blocks**2  # block maxima
-    while True:  # the block levels, padded
-        hierarchy += 8 * (blocks + 2) ** 2
+def hierarchy_bytes(n: int) -> int:
+    """One max hierarchy of an n x n grid terrain: the cells level and the levels of blocks
+    of 8 x 8 cells and up, each padded by a node all round, and the block maxima (every
+    block level counted, though levels that skip nothing are left out of the real one)."""
+    total = 8 * (n + 1) ** 2
+    blocks = -(-(n - 1) // 8)
+    total += 8 * blocks**2
+    while True:
+        total += 8 * (blocks + 2) ** 2
         if blocks <= 3:
-            break
+            return total
         blocks = -(-blocks // 2)
-    return fingerprint + shape + hierarchy
+
+
+def grid_terrain_bytes(n: int) -> int:
+    """What the cache holds for a terrain made from an n x n Grid primitive (quads, some
+    split along the other diagonal) in the SURFACE model, hit from above and below: see the
+    module docstring."""
+    vertices, cells = n * n, (n - 1) ** 2
+    fingerprint = 12 * vertices + (16 + 8) * cells
+    recognised = 8 * vertices + cells
+    field = 8 * vertices + 9 * cells + 8 * cells
+    above = 8 * cells + 8 * vertices
+    below = 16 * vertices + 8 * cells
+    return fingerprint + recognised + field + above + below + 2 * hierarchy_bytes(n)
 
 
 MAX_BYTES = grid_terrain_bytes(4096) // 4
 """The cache's memory budget (bytes), a quarter of a 4096 x 4096 terrain; read at every
-store, so a test may set a smaller one."""
+store and lookup, so a test may set a smaller one."""
 
 
 def read_corner_attribute(mesh, name: str) -> np.ndarray:
@@ -188,11 +203,29 @@ class Fingerprint:
         return int(np.bincount(triangle_faces).max()) <= 2
 
 
+def distinct_nbytes(arrays) -> int:
+    """Bytes of the buffers behind ``arrays``, each counted once (views share their base's)."""
+    owners = {}
+    for array in arrays:
+        owner = array
+        while isinstance(owner.base, np.ndarray):
+            owner = owner.base
+        owners[id(owner)] = owner.nbytes
+    return sum(owners.values())
+
+
 @dataclass
 class _Entry:
     fingerprint: Fingerprint
     value: object
-    nbytes: int
+    held: Callable[[], list] | None  # the arrays the value holds now, or None: none
+    nbytes: int = 0
+
+    def measure(self) -> int:
+        """What the entry holds now (its value may have grown since the last time)."""
+        held = self.held() if self.held is not None else []
+        self.nbytes = self.fingerprint.nbytes + distinct_nbytes(held)
+        return self.nbytes
 
 
 class ShapeCache:
@@ -217,7 +250,8 @@ class ShapeCache:
 
     @property
     def nbytes(self) -> int:
-        return sum(entry.nbytes for entry in self._entries.values())
+        """What the entries hold now."""
+        return sum(entry.measure() for entry in self._entries.values())
 
     def clear(self):
         self._entries.clear()
@@ -225,34 +259,41 @@ class ShapeCache:
 
     def lookup(self, name: str, mesh, positions: np.ndarray):
         """The value stored for ``name`` if ``mesh`` (whose float32 positions are
-        ``positions``) has exactly the fingerprint it was stored with, else None."""
+        ``positions``) has exactly the fingerprint it was stored with, else None. Entries
+        that grew since they were measured may make older ones leave."""
         entry = self._entries.get(name)
         if entry is None or not entry.fingerprint.matches(mesh, positions):
             self.misses += 1
             return None
         self._entries.move_to_end(name)
         self.hits += 1
+        self._fit_budget()
         return entry.value
 
-    def store(self, name: str, fingerprint: Fingerprint, value, value_arrays=()):
-        """Remember ``value`` for ``name`` and ``fingerprint``; ``value_arrays`` are its
-        numpy arrays, made read-only and counted against the budget. A triangulation-
-        dependent value of a mesh with faces of five or more corners is not stored (their
-        triangulation may depend on cached face normals); nor is anything larger than the
-        whole budget. Least recently used entries make room."""
+    def store(self, name: str, fingerprint: Fingerprint, value, value_arrays=(), held=None):
+        """Remember ``value`` for ``name`` and ``fingerprint``; ``value_arrays`` (the arrays
+        it was made from) are made read-only; ``held()`` lists every array it holds at the
+        time it is called, counted against the budget. A triangulation-dependent value of a
+        mesh with faces of five or more corners is not stored (their triangulation may
+        depend on cached face normals); nor is anything larger than the whole budget.
+        Least recently used entries make room."""
         self._entries.pop(name, None)
         if fingerprint.depends_on == "TRIANGULATION" and not fingerprint.only_triangles_and_quads():
             return
         for array in value_arrays:
             array.setflags(write=False)
-        nbytes = fingerprint.nbytes + sum(array.nbytes for array in value_arrays)
-        budget = self.max_bytes
-        if nbytes > budget:
+        entry = _Entry(fingerprint, value, held)
+        if entry.measure() > self.max_bytes:
             return
+        self._entries[name] = entry
+        self._fit_budget()
+
+    def _fit_budget(self):
+        """Evict least recently used entries until everything fits, measured anew; the most
+        recent one stays even when it alone has grown past the budget (it is in use)."""
         held = self.nbytes
-        while self._entries and held + nbytes > budget:
+        while len(self._entries) > 1 and held > self.max_bytes:
             held -= self._entries.popitem(last=False)[1].nbytes
-        self._entries[name] = _Entry(fingerprint, value, nbytes)
 
 
 SHAPES = ShapeCache()

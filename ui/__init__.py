@@ -2,11 +2,16 @@
 
 No keymaps: every operator is reachable from the sidebar, the Object menu and F3."""
 
+from collections.abc import Callable
+
 import bpy
 
 from . import menu, panel, settings
 
-_register_classes, _unregister_classes = bpy.utils.register_classes_factory(
+# fake-bpy-module says register_classes_factory returns None; it returns the two functions.
+_register_classes: Callable[[], None]
+_unregister_classes: Callable[[], None]
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(  # type: ignore[func-returns-value, misc]
     panel.classes + menu.classes
 )
 

@@ -8,17 +8,20 @@ class GEOMETRY_QUERIES_MT_object(bpy.types.Menu):
     bl_idname = "GEOMETRY_QUERIES_MT_object"
     bl_label = "Geometry Queries"
 
-    def draw(self, context):
+    def draw(self, context: bpy.types.Context) -> None:
         layout = self.layout
+        assert layout is not None  # the stubs allow None, but a menu draws into a layout
         layout.operator("geometry_queries.fire_ray")
         layout.operator("geometry_queries.sphere_cast")
         layout.separator()
         layout.operator("geometry_queries.clear_hits")
 
 
-def draw_object_menu(self, context):
-    self.layout.separator()
-    self.layout.menu(GEOMETRY_QUERIES_MT_object.bl_idname)
+def draw_object_menu(self: bpy.types.Menu, context: bpy.types.Context) -> None:
+    layout = self.layout
+    assert layout is not None  # the stubs allow None, but a menu draws into a layout
+    layout.separator()
+    layout.menu(GEOMETRY_QUERIES_MT_object.bl_idname)
 
 
 classes = (GEOMETRY_QUERIES_MT_object,)

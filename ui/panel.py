@@ -6,15 +6,21 @@ the panel keeps its descriptions until the next depsgraph update (any edit, modi
 transform, frame change or file load empties it): they never outlive the evaluated data they
 describe. The operators never use this; they always recognise afresh."""
 
+from typing import TYPE_CHECKING
+
 import bpy
 from bpy.app.handlers import persistent
 
 from ..operators import mapping
-from ..operators.properties import FIRE_RAY_SETTINGS
+from ..operators.properties import FIRE_RAY_SETTINGS, SPHERE_CAST_SETTINGS
+
+if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the stubs
+    from bpy.stub_internal.rna_enums import RegionTypeItems, SpaceTypeItems
 
 MAX_LISTED_OBJECTS = 8
 
-_descriptions = {}  # object name -> (recognised, text), valid until the next depsgraph update
+# (object name, terrain model) -> (recognised, text), valid until the next depsgraph update
+_descriptions: dict[tuple[str, str], tuple[bool, str]] = {}
 
 
 @persistent
@@ -22,27 +28,29 @@ def forget_descriptions(*_):
     _descriptions.clear()
 
 
-def describe(obj, depsgraph):
+def describe(obj, depsgraph, terrain_model):
     """mapping.describe, remembered until the next depsgraph update."""
-    if obj.name not in _descriptions:
-        _descriptions[obj.name] = mapping.describe(obj, depsgraph)
-    return _descriptions[obj.name]
+    key = (obj.name, terrain_model)
+    if key not in _descriptions:
+        _descriptions[key] = mapping.describe(obj, depsgraph, terrain_model)
+    return _descriptions[key]
 
 
 class GeometryQueriesSidebar:
     """Where every panel of the add-on lives."""
 
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
+    bl_space_type: "SpaceTypeItems" = "VIEW_3D"
+    bl_region_type: "RegionTypeItems" = "UI"
     bl_category = "Geometry Queries"
 
 
 class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
     bl_label = "Geometry Queries"
 
-    def draw(self, context):
+    def draw(self, context: bpy.types.Context) -> None:
         layout = self.layout
-        settings = context.scene.geometry_queries
+        assert layout is not None  # the stubs allow None, but a panel draws into a layout
+        settings = context.scene.geometry_queries  # type: ignore[union-attr]  # see settings.py
         self.draw_targets(layout.box(), context)
 
         box = layout.box()
@@ -72,7 +80,8 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
         box.prop(settings, "cast_radius")
         cast = box.operator("geometry_queries.sphere_cast", icon="SPHERE")
         cast.radius = settings.cast_radius
-        cast.max_distance = settings.max_distance
+        for name in SPHERE_CAST_SETTINGS:
+            setattr(cast, name, getattr(settings, name))
 
         layout.operator("geometry_queries.clear_hits", icon="TRASH")
         if settings.last_result:
@@ -81,6 +90,8 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
     @staticmethod
     def draw_targets(box, context):
         box.label(text="Selected Targets", icon="RESTRICT_SELECT_OFF")
+        settings = context.scene.geometry_queries
+        box.prop(settings, "terrain_model")
         objects = context.selected_objects
         if not objects:
             box.label(text="Nothing selected")
@@ -88,7 +99,7 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
         depsgraph = context.evaluated_depsgraph_get()
         column = box.column(align=True)
         for obj in objects[:MAX_LISTED_OBJECTS]:
-            recognized, text = describe(obj, depsgraph)
+            recognized, text = describe(obj, depsgraph, settings.terrain_model)
             column.label(text=f"{obj.name}: {text}", icon="CHECKMARK" if recognized else "ERROR")
         if len(objects) > MAX_LISTED_OBJECTS:
             column.label(text=f"... and {len(objects) - MAX_LISTED_OBJECTS} more")

@@ -178,12 +178,15 @@ def ray_ellipsoid(matrix, radius, origin, direction):
     return t, origin + t * direction, _world_normal(matrix, o + t * d)
 
 
-def ray_cylinder(matrix, radius, depth, origin, direction):
-    """First hit of a ray on Placed(Cylinder((0,0,-depth/2), (0,0,depth/2), radius), matrix)
-    from outside, or None."""
+def ray_cylinder(matrix, radius, depth, origin, direction, capped=True):
+    """First hit of a ray on Placed(Cylinder((0,0,-depth/2), (0,0,depth/2), radius), matrix),
+    or None; from inside the solid, at distance 0. ``capped=False``: the open tube, its wall
+    hit from either side (from inside too), the normal facing the ray."""
     origin, direction = np.asarray(origin, float), unit(direction)
     o, d = _local_ray(matrix, origin, direction)
     half = 0.5 * depth
+    if capped and o[0] ** 2 + o[1] ** 2 < radius**2 and abs(o[2]) < half:
+        return 0.0, origin, -direction
     candidates = []
     a = d[0] ** 2 + d[1] ** 2
     if a > 0:
@@ -195,8 +198,9 @@ def ray_cylinder(matrix, radius, depth, origin, direction):
             for t in ((-b - root) / (2 * a), (-b + root) / (2 * a)):
                 p = o + t * d
                 if t >= 0 and abs(p[2]) <= half:
-                    candidates.append((t, np.array([p[0], p[1], 0.0])))
-    if d[2] != 0:
+                    radial = np.array([p[0], p[1], 0.0])
+                    candidates.append((t, radial if radial @ d <= 0 or capped else -radial))
+    if d[2] != 0 and capped:
         for z in (-half, half):
             t = (z - o[2]) / d[2]
             p = o + t * d

@@ -42,7 +42,7 @@ def test_cube_selected_names_the_cube_and_why(sphere_and_cube):
 def test_zero_direction(sphere_and_cube):
     assert_fails_and_changes_nothing(
         lambda: bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, 0)),
-        "direction must be a non-zero vector",
+        "Direction must not be zero",
     )
 
 

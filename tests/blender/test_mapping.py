@@ -100,7 +100,6 @@ def test_cylinder_with_its_axis_edited_off_z_is_still_a_cylinder(empty_scene, ma
         (lambda: bpy.ops.mesh.primitive_cube_add(), "two parallel planes"),
         (lambda: bpy.ops.mesh.primitive_cube_add(), "only 4 vertices per circle"),
         (lambda: bpy.ops.mesh.primitive_cylinder_add(vertices=3), "a cylinder needs at least 5"),
-        (lambda: bpy.ops.mesh.primitive_cylinder_add(end_fill_type="NOTHING"), "open"),
         (lambda: bpy.ops.mesh.primitive_cone_add(), "no circle"),
         (lambda: bpy.ops.mesh.primitive_torus_add(), "not equidistant"),
         (lambda: bpy.ops.mesh.primitive_monkey_add(), "not equidistant"),

@@ -40,7 +40,7 @@ def assert_unregistered():
     assert "forget_descriptions" not in handler_names()
 
 
-def test_register_unregister_three_times_in_a_row(addon):
+def test_register_unregister_three_times_in_a_row(empty_scene, addon):
     assert_registered()
     for _ in range(3):
         addon.unregister()

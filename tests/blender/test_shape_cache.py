@@ -162,22 +162,43 @@ def flipped_grid(name, vertices_per_side):
     return grid
 
 
+def mirror_bytes(side):
+    """What a SURFACE terrain adds once a ray came from below: the heights negated, their
+    cell tops and tolerances, and a second max hierarchy (shape_cache's docstring)."""
+    from geometry_queries.operators import shape_cache
+
+    return 16 * side**2 + 8 * (side - 1) ** 2 + shape_cache.hierarchy_bytes(side)
+
+
+def cast_up_and_down(target):
+    """Rays at a recognised terrain from above and from below (SURFACE: the first ray
+    from below builds the terrain's mirror image)."""
+    from geometry_queries import core
+
+    for z, dz in ((5.0, -1.0), (-5.0, 1.0)):
+        hits = core.raycast(target.shape, [[0.1, 0.2, z], [-0.3, 0.4, z]], [[0.0, 0.0, dz]] * 2)
+        assert hits.hit.all()
+
+
 @pytest.mark.parametrize("side", [17, 65])
 def test_the_documented_cost_of_a_grid_terrain_is_what_the_cache_holds(empty_scene, modules, side):
+    """Measured at store (seen from above, hierarchy built) and again once rays came from
+    below; the formula counts every block level of the hierarchy, the terrain leaves out
+    those that skip nothing (a few hundred bytes here)."""
     mapping, shape_cache = modules
     grid = flipped_grid("Terrain", side)
-    recognize(mapping, grid)
-    held = shape_cache.SHAPES.nbytes
+    target = recognize(mapping, grid)
     expected = shape_cache.grid_terrain_bytes(side)
-    # The formula counts every block level of the hierarchy; the terrain leaves out those
-    # that skip nothing (at most a few hundred bytes here).
-    assert expected - 1000 <= held <= expected
+    from_above = expected - mirror_bytes(side)
+    assert from_above - 1000 <= shape_cache.SHAPES.nbytes <= from_above
+    cast_up_and_down(target)
+    assert expected - 2000 <= shape_cache.SHAPES.nbytes <= expected
 
 
 def test_the_budget_is_a_quarter_of_a_4096_terrain_and_holds_a_1500_one(modules):
     _, shape_cache = modules
     assert shape_cache.MAX_BYTES == shape_cache.grid_terrain_bytes(4096) // 4
-    assert 240 * 2**20 < shape_cache.MAX_BYTES < 250 * 2**20
+    assert 500 * 2**20 < shape_cache.MAX_BYTES < 510 * 2**20
     assert shape_cache.grid_terrain_bytes(1500) < shape_cache.MAX_BYTES
     assert shape_cache.SHAPES.max_bytes == shape_cache.MAX_BYTES
 
@@ -186,9 +207,9 @@ def test_a_terrain_within_the_budget_is_cached_until_edited(empty_scene, modules
     """The budget set to exactly one 33 x 33 terrain: it is cached and reused; an edit is
     seen (a new shape, cached in its place); a 34 x 34 terrain does not fit."""
     mapping, shape_cache = modules
-    monkeypatch.setattr(shape_cache, "MAX_BYTES", shape_cache.grid_terrain_bytes(33))
     grid = flipped_grid("Terrain", 33)
     first = recognize(mapping, grid).shape.shape
+    monkeypatch.setattr(shape_cache, "MAX_BYTES", shape_cache.SHAPES.nbytes)
     assert "Terrain" in shape_cache.SHAPES
     assert recognize(mapping, grid).shape.shape is first  # the query, not the build
     assert shape_cache.SHAPES.hits == 1
@@ -208,14 +229,30 @@ def test_a_terrain_within_the_budget_is_cached_until_edited(empty_scene, modules
 
 def test_least_recently_used_terrains_make_room(empty_scene, modules, monkeypatch):
     mapping, shape_cache = modules
-    monkeypatch.setattr(shape_cache, "MAX_BYTES", 2 * shape_cache.grid_terrain_bytes(17))
     a, b, c = (flipped_grid(name, 17) for name in ("A", "B", "C"))
     recognize(mapping, a)
+    monkeypatch.setattr(shape_cache, "MAX_BYTES", 2 * shape_cache.SHAPES.nbytes)
     recognize(mapping, b)
     recognize(mapping, a)  # A is now the most recently used
     recognize(mapping, c)
     assert ("A" in shape_cache.SHAPES, "B" in shape_cache.SHAPES) == (True, False)
     assert "C" in shape_cache.SHAPES
+    assert shape_cache.SHAPES.nbytes <= shape_cache.MAX_BYTES
+
+
+def test_a_terrain_that_grows_makes_older_ones_leave(empty_scene, modules, monkeypatch):
+    """Two terrains fit as stored; once A is hit from below it holds its mirror image too,
+    and the next lookup finds the budget exceeded: B, the least recently used, leaves."""
+    mapping, shape_cache = modules
+    a, b = flipped_grid("A", 17), flipped_grid("B", 17)
+    target = recognize(mapping, a)
+    recognize(mapping, b)
+    monkeypatch.setattr(shape_cache, "MAX_BYTES", shape_cache.SHAPES.nbytes + 1000)
+    recognize(mapping, a)
+    assert len(shape_cache.SHAPES) == 2
+    cast_up_and_down(target)
+    recognize(mapping, a)
+    assert "A" in shape_cache.SHAPES and "B" not in shape_cache.SHAPES
     assert shape_cache.SHAPES.nbytes <= shape_cache.MAX_BYTES
 
 

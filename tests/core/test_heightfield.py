@@ -628,7 +628,7 @@ def test_march_bisection_reads_the_height_at_each_midpoint():
 def test_hierarchy_is_lazy_cached_and_fast():
     rng = np.random.default_rng(0)
     field = Heightfield(rng.random((1024, 1024)))
-    assert field._hierarchy is None
+    assert field._above._hierarchy is None
     start = time.perf_counter()
     first = field.hierarchy
     elapsed = time.perf_counter() - start
@@ -636,30 +636,39 @@ def test_hierarchy_is_lazy_cached_and_fast():
     assert elapsed < 0.25  # the bench measures the 50 ms target; this only catches blunders
 
 
-def test_held_arrays_are_everything_a_queried_terrain_keeps_and_may_be_frozen():
-    """What a cache holding the terrain is charged for: heights, diagonals, their float copy
-    and every hierarchy level; frozen (read-only) they answer the same."""
+def test_held_arrays_follow_what_a_terrain_builds_and_may_be_frozen():
+    """What a cache holding the terrain is charged for: its arrays, then its hierarchy once
+    built, then its mirror image once a ray came from below (a surface); frozen
+    (read-only) they answer the same."""
     rng = np.random.default_rng(3)
     heights = rng.random((70, 90))
-    field = Heightfield(heights, spacing=0.5, diagonals=rng.random((69, 89)) < 0.5)
-    origins = np.column_stack([rng.uniform(0, 44, 500), rng.uniform(0, 34, 500), np.full(500, 3)])
-    directions = np.column_stack([rng.normal(size=(500, 2)) * 0.3, -np.ones(500)])
-    before = raycast(field, origins, directions)
+    field = Heightfield(heights, spacing=0.5, diagonals=rng.random((69, 89)) < 0.5, solid=False)
+    xy = np.column_stack([rng.uniform(0, 44, 500), rng.uniform(0, 34, 500)])
+    tilt = rng.normal(size=(500, 2)) * 0.3
+    above = (np.column_stack([xy, np.full(500, 3.0)]), np.column_stack([tilt, -np.ones(500)]))
+    below = (np.column_stack([xy, np.full(500, -2.0)]), np.column_stack([tilt, np.ones(500)]))
 
-    arrays = field.held_arrays()
+    def held():
+        return {id(array) for array in field.held_arrays()}
+
+    built = held()
+    assert {id(field.heights), id(field.diagonals)} <= built
+    from_above = raycast(field, *above)
     block_max, reach, inner_reach = field.hierarchy
-    expected = [field.heights, field.diagonals, field._anti, block_max]
-    expected += [nodes for _, nodes, _ in (*reach, *inner_reach)]
-    assert [id(a) for a in arrays] == [id(a) for a in expected]
-    cells = 69 * 89
-    assert sum(a.nbytes for a in arrays) >= heights.nbytes + 9 * cells + 8 * 71 * 91
-    for array in arrays:
+    levels = {id(block_max)} | {id(nodes) for _, nodes, _ in (*reach, *inner_reach)}
+    assert built < held() and levels <= held()
+    assert held() == held()  # only what it holds, nothing built by asking
+    queried_from_above = held()
+    from_below = raycast(field, *below)
+    assert from_above.hit.any() and from_below.hit.any()
+    assert queried_from_above < held()  # the mirror image and its hierarchy
+
+    for array in field.held_arrays():
         array.setflags(write=False)
-    after = raycast(field, origins, directions)
-    np.testing.assert_array_equal(after.distance, before.distance)
-    np.testing.assert_array_equal(after.normal, before.normal)
-    # Without diagonals there is neither them nor their copy.
-    assert len(Heightfield(heights, spacing=0.5).held_arrays()) == len(arrays) - 2
+    for rays, before in ((above, from_above), (below, from_below)):
+        after = raycast(field, *rays)
+        np.testing.assert_array_equal(after.distance, before.distance)
+        np.testing.assert_array_equal(after.normal, before.normal)
 
 
 def test_many_rays_on_a_larger_grid_match_a_sample_of_the_reference():

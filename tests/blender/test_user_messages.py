@@ -1,0 +1,158 @@
+"""What the user reads: errors name the operator's properties and the object at fault (never
+internal words such as "row", nothing on stderr), lengths come in the scene's units; and
+the Cone Angle slider's maximum works."""
+
+import math
+
+import bpy
+import numpy as np
+import pytest
+from blender_scenes import (
+    add_cylinder,
+    add_displaced_grid,
+    add_uv_sphere,
+    created_markers,
+    fire_single_ray,
+    select_only,
+    snapshot,
+)
+
+
+def assert_refused(call, message):
+    """``call`` raises the operator's ERROR report (as RuntimeError) and changes nothing."""
+    before = snapshot()
+    with pytest.raises(RuntimeError, match=message) as error:
+        call()
+    assert snapshot() == before
+    return str(error.value)
+
+
+def test_fan_at_the_sliders_maximum_angle_fires(empty_scene):
+    """The slider's maximum is pi, which the float property stores as float32(pi) > pi."""
+    settings = empty_scene.geometry_queries
+    settings.fan_angle = math.pi
+    assert settings.fan_angle > math.pi
+    sphere = add_uv_sphere(location=(0.0, 0.0, -3.0))
+    select_only(sphere)
+    bpy.ops.geometry_queries.fire_ray(
+        origin=(0.0, 0.0, 0.0),
+        direction=(0.0, 0.0, -1.0),
+        pattern="FAN",
+        fan_count=400,
+        fan_angle=settings.fan_angle,
+        output="EMPTIES",
+    )
+    # A full hemisphere of rays: those within asin(1/3) of straight down hit the sphere.
+    distances = np.array([marker["distance"] for marker in created_markers()])
+    fraction = (1.0 - math.cos(math.asin(1.0 / 3.0))) / 1.0  # solid-angle share
+    assert abs(len(distances) / 400 - fraction) < 0.02
+    assert abs(distances.min() - 2.0) < 1e-9
+
+
+def test_a_slightly_larger_angle_is_still_refused_in_degrees(empty_scene, addon):
+    from geometry_queries.operators import patterns
+
+    with pytest.raises(ValueError, match="Cone Angle must be between 0 and 180 degrees"):
+        patterns.fan_directions(np.array([0.0, 0.0, 1.0]), 4, 3.1416)
+
+
+def set_vertex(obj, index, co):
+    obj.data.vertices[index].co = co
+    obj.data.update()
+
+
+def spike_by_shape_key(obj, index, axis, value):
+    obj.shape_key_add(name="Basis")
+    key = obj.shape_key_add(name="Spike")
+    key.data[index].co[axis] = value
+    key.value = 1.0
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: spike_by_shape_key(add_displaced_grid(), 40, 2, math.inf), "Terrain"),
+        (lambda: set_vertex(add_uv_sphere(), 100, (math.nan, 0.0, 0.0)), "Sphere"),
+        (lambda: spike_by_shape_key(add_cylinder(), 3, 0, -math.nan), "Cylinder"),
+    ],
+    ids=["terrain inf by shape key", "sphere nan vertex", "cylinder nan by shape key"],
+)
+def test_a_vertex_that_is_not_finite_is_refused_naming_the_object(empty_scene, capfd, make, name):
+    make()
+    bystander = add_uv_sphere(name="Bystander", location=(5.0, 0.0, 0.0))
+    select_only(bpy.data.objects[name], bystander)
+    capfd.readouterr()
+    message = assert_refused(
+        lambda: bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 5), direction=(0, 0, -1)),
+        f"{name} has a vertex that is not finite: vertex [0-9]+ at \\(",
+    )
+    assert "SVD" not in message and "row" not in message
+    assert capfd.readouterr().err == ""  # no LAPACK complaint from a fit on bad numbers
+
+
+def test_a_transform_that_is_not_finite_is_refused_naming_the_object(empty_scene, capfd):
+    sphere = add_uv_sphere()
+    sphere.location = (math.nan, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    select_only(sphere)
+    capfd.readouterr()
+    assert_refused(
+        lambda: bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 5), direction=(0, 0, -1)),
+        "Sphere has a transform that is not finite",
+    )
+    assert capfd.readouterr().err == ""
+
+
+def test_bad_vectors_are_named_by_their_property(empty_scene):
+    sphere = add_uv_sphere()
+    select_only(sphere)
+    nan = math.nan
+    message = assert_refused(
+        lambda: bpy.ops.geometry_queries.sphere_cast(start=(nan, 0, 0), end=(0, 0, -5)),
+        r"^Error: Start is not finite \(nan, 0, 0\)\s*$",
+    )
+    assert "row" not in message and "Sphere" not in message
+    assert_refused(
+        lambda: bpy.ops.geometry_queries.sphere_cast(start=(0, 0, 5), end=(0, nan, 0)),
+        r"^Error: End is not finite \(0, nan, 0\)\s*$",
+    )
+    assert_refused(
+        lambda: bpy.ops.geometry_queries.sphere_cast(start=(0, 0, 5), end=(0, 0, 0), radius=nan),
+        r"^Error: Radius is not finite \(nan\)\s*$",
+    )
+    assert_refused(
+        lambda: bpy.ops.geometry_queries.fire_ray(origin=(0, nan, 5), direction=(0, 0, -1)),
+        r"^Error: Origin is not finite \(0, nan, 5\)\s*$",
+    )
+    assert_refused(
+        lambda: bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 5), direction=(nan, 0, -1)),
+        r"^Error: Direction is not finite \(nan, 0, -1\)\s*$",
+    )
+
+
+@pytest.mark.parametrize(
+    "system, length_unit, scale, ray_text, cast_text",
+    [
+        ("METRIC", "CENTIMETERS", 1.0, "4.000 cm", "2.000 cm"),
+        ("METRIC", "ADAPTIVE", 1.0, "4 cm", "2 cm"),
+        ("METRIC", "MILLIMETERS", 0.5, "20.000 mm", "10.000 mm"),
+        ("IMPERIAL", "INCHES", 1.0, '1.575"', '0.787"'),
+        ("IMPERIAL", "FEET", 1.0, "0.131'", "0.066'"),
+        ("NONE", "ADAPTIVE", 1.0, "0.040", "0.020"),
+    ],
+)
+def test_distances_are_shown_in_the_scenes_units(
+    empty_scene, system, length_unit, scale, ray_text, cast_text
+):
+    units = empty_scene.unit_settings
+    units.system = system
+    units.length_unit = length_unit
+    units.scale_length = scale
+    sphere = add_uv_sphere(location=(0.0, 0.0, -1.04))
+    select_only(sphere)
+    assert fire_single_ray((0.0, 0.0, 0.0), (0.0, 0.0, -1.0))[0] == pytest.approx(0.04)
+    result = empty_scene.geometry_queries.last_result
+    assert result == f"1 of 1 ray hit; nearest: Sphere at {ray_text}"
+    bpy.ops.geometry_queries.sphere_cast(start=(0, 0, 0), end=(0, 0, -5), radius=0.02)
+    result = empty_scene.geometry_queries.last_result
+    assert result == f"Sphere cast touches Sphere after {cast_text}"
