@@ -61,7 +61,7 @@ def collection_scene():
     rocks = rocks_collection()
     first = instancing_empty("Empty", rocks, location=(-6.0, 0.0, 0.0))
     second = instancing_empty(
-        "Empty.001", rocks, location=(0.0, 6.0, 0.5), rotation=(0.0, 0.0, 0.7), scale=(1.5, 1, 0.8)
+        "Empty.001", rocks, location=(0.0, 6.0, 0.5), rotation=(0.2, -0.1, 0.7), scale=(1.5, 1, 0.8)
     )
     outer = bpy.data.collections.new("Outer")
     inner = bpy.data.objects.new("Inner Empty", None)
@@ -139,7 +139,7 @@ def depsgraph_instances(parents):
 def exact_first_hit(instances, origin, direction):
     """(distance, normal, index into ``instances``) of the first hit over every instance:
     a sphere (vertices equidistant from the local origin) as an exact ellipsoid, anything
-    else as its loop triangles; None for a miss."""
+    else as its loop triangles (a Surface terrain); None for a miss."""
     best = None
     for index, (_, positions, triangles, matrix) in enumerate(instances):
         radii = np.linalg.norm(positions, axis=1)
@@ -150,29 +150,32 @@ def exact_first_hit(instances, origin, direction):
         else:
             world = triangles @ matrix[:3, :3].T + matrix[:3, 3]
             found = ray_triangles(world, origin, direction)
-            hit = None if found is None else (found[0], found[2])
+            # A Surface terrain's normal faces the ray.
+            hit = None if found is None else (found[0], -np.sign(found[2] @ direction) * found[2])
         if hit is not None and (best is None or hit[0] < best[0]):
             best = (hit[0], hit[1], index)
     return best
 
 
-def grid_rays(patterns, centre, width, count=24):
+def grid_rays(patterns, centre, width, count=24, upward=False):
+    """A GRID of tilted parallel rays over ``centre`` from 8 above it (or below it)."""
     # Off the terrains' lattice lines, where two triangles' normals meet.
-    origin = np.array(centre, dtype=np.float64) + (0.0123, -0.0071, 8.0)
-    direction = np.array((0.0, 0.0, -1.0))  # vertical: no terrain's side wall is hit
+    side = -1.0 if upward else 1.0
+    origin = np.array(centre, dtype=np.float64) + (0.0123, -0.0071, 8.0 * side)
+    direction = np.array((0.05, -0.03, -side))
     return patterns.ray_pattern(
         "GRID", origin, direction, grid_rows=count, grid_columns=count, grid_width=width
     )
 
 
-def assert_hits_are_exact_and_agree_with_blender(modules, parents, centre, width):
+def assert_hits_are_exact_and_agree_with_blender(modules, parents, centre, width, upward=False):
     """Every ray: same hit/miss and the same instance as the exact reference, distance and
     normal to 1e-9; and as scene.ray_cast (the same object and instance matrix, distance
     within the tessellation of a 32x16 sphere), except for rays grazing a sphere."""
     mapping, nearest, patterns, _ = modules
     depsgraph = bpy.context.evaluated_depsgraph_get()
     targets = mapping.recognize_all(list(parents), depsgraph)
-    origins, directions = grid_rays(patterns, centre, width)
+    origins, directions = grid_rays(patterns, centre, width, upward=upward)
     hits = nearest.nearest_ray_hits(targets, origins, directions, 100.0)
     instances = depsgraph_instances(parents)
     assert len(targets) == len(instances)
@@ -217,12 +220,13 @@ def assert_hits_are_exact_and_agree_with_blender(modules, parents, centre, width
 
 def test_collection_instances_are_targets_where_blender_draws_them(empty_scene, modules):
     first, second, nested = collection_scene()
-    for parent, centre, width in (
-        (first, (-4.5, 0.0, 0.0), 8.0),
-        (second, (1.0, 7.0, 0.0), 9.0),
-        (nested, (2.75, -7.0, 0.0), 4.0),
+    for parent, centre, width, upward in (
+        (first, (-4.5, 0.0, 0.0), 8.0, False),
+        (second, (1.0, 7.0, 0.0), 9.0, False),
+        (second, (1.0, 7.0, 0.0), 9.0, True),  # the Surface terrain from below
+        (nested, (2.75, -7.0, 0.0), 4.0, False),
     ):
-        hit = assert_hits_are_exact_and_agree_with_blender(modules, [parent], centre, width)
+        hit = assert_hits_are_exact_and_agree_with_blender(modules, [parent], centre, width, upward)
         via = f"{parent.instance_collection.name} via {parent.name})"
         assert hit == {f"Sphere (instance of {via}", f"Terrain (instance of {via}"}
 
@@ -264,7 +268,7 @@ def test_geometry_nodes_instances_are_targets(empty_scene, modules):
     ]
     assert {t.description for t in targets} == {"Sphere r=0.300", "Sphere r=0.500"}
     # The radius-0.5 spheres are bigger and sit where the 0.3 ones are: rays hit them.
-    hit = assert_hits_are_exact_and_agree_with_blender(modules, [points], (1.0, 2.0, 0.0), 5.0)
+    hit = assert_hits_are_exact_and_agree_with_blender(modules, [points], (1.4, 1.8, 0.0), 7.0)
     assert hit == {f"Geometry (instance {k}/4 via Points)" for k in range(1, 5)}
     # The node's mesh has no object: cached under the generating object's name and rank.
     assert sorted(shape_cache.SHAPES._entries) == ["Ball", "Points geometry 0"]
@@ -416,3 +420,22 @@ def test_a_linked_object_and_a_local_one_of_the_same_name_are_cached_apart(
         [local_sphere.name_full, linked_sphere.name_full]
     )
     assert shape_cache.SHAPES.hits == 2 and shape_cache.SHAPES.misses == 2
+
+
+def test_instanced_terrains_follow_the_terrain_model(empty_scene, modules):
+    """Below an instanced terrain, pointing down: Solid has the origin inside (a hit at
+    distance 0), Surface sees nothing below the surface."""
+    first, _, _ = collection_scene()
+    select_only(first)
+    below_terrain = ((-3.0, 0.1, -3.0), (0.0, 0.0, -1.0))  # the terrain sits at (-3, 0, -1)
+    bpy.ops.geometry_queries.fire_ray(
+        origin=below_terrain[0], direction=below_terrain[1], terrain_model="SOLID"
+    )
+    (marker,) = created_markers()
+    assert marker["target"] == "Terrain (instance of Rocks via Empty)"
+    assert marker["distance"] == 0.0
+    bpy.ops.geometry_queries.clear_hits()
+    bpy.ops.geometry_queries.fire_ray(
+        origin=below_terrain[0], direction=below_terrain[1], terrain_model="SURFACE"
+    )
+    assert created_markers() == []
