@@ -70,8 +70,9 @@ total                                                         2025.1 MiB
 ==============================================  ============  ============
 
 so ``MAX_BYTES`` = 506.3 MiB: one terrain of up to 2048 x 2048 vertices is cached, the
-1500 x 1500 grid of issue 11 (at most 271.5 MiB; 202.2 MiB when only hit from above) and any
-number of spheres and cylinders (a 32 x 16 UV sphere: 13 KiB). A terrain larger than the
+1500 x 1500 grid of issue 11 (271.5 MiB at most; 237 MiB in bench/big_terrain_cache.py, where
+no quad is flipped and no ray comes from below) and any number of spheres and cylinders (a
+32 x 16 UV sphere: 13 KiB). A terrain larger than the
 whole budget is simply not cached. Tests lower the budget by setting the module constant
 ``MAX_BYTES`` (read at every store and lookup). The arrays a cached terrain was recognised
 from (its heights and diagonals) are made read-only, since every later query shares them.
