@@ -541,3 +541,27 @@ def test_vertical_rays_on_the_first_and_last_grid_lines_and_corners(surface, sol
             assert (up.distance == 0).all()
         else:
             np.testing.assert_allclose(up.point[:, 2], expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("solid", [True, False])
+def test_sloped_rays_in_the_planes_of_the_first_and_last_grid_lines(solid):
+    """Rays in the vertical plane x = x0 + (nx-1) dx (or y likewise), not vertical: the
+    same edge, crossed along it, against brute force over the triangles."""
+    rng = np.random.default_rng(17)
+    (ny, nx), spacing, origin = (6, 7), (0.37, 0.1), (5.0, -1.3)
+    heights = rng.uniform(0, 1, (ny, nx))
+    field = Heightfield(heights, spacing, origin, solid=solid)
+    args = (heights, spacing, origin, None)
+    x_last = origin[0] + spacing[0] * (nx - 1)
+    y_last = origin[1] + spacing[1] * (ny - 1)
+    origins, directions = [], []
+    for z, slope in ((1.2, -1.0), (1.5, -0.5), (-0.5, 1.0)):  # (slopes along y 4x steeper)
+        origins += [[x_last, origin[1] - 0.2, z], [origin[0], y_last + 0.1, z]]
+        directions += [[0, 1, 4 * slope], [0, -1, 4 * slope]]
+        origins += [[origin[0] - 0.3, y_last, z], [x_last + 0.3, origin[1], z]]
+        directions += [[1, 0, slope], [-1, 0, slope]]
+    assert raycast(field, origins, directions).hit.sum() >= 9
+    if solid:
+        check_against_reference(field, args, origins, directions, closed=True)
+    else:
+        check_surface(field, args, origins, directions, closed=True)
