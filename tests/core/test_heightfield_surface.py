@@ -29,15 +29,34 @@ def _unit(v):
     return v / np.linalg.norm(v)
 
 
+_TRIANGLES = {}
+
+
+def _triangle_corners(args):
+    """The three corners (T, 3) of every triangle of the grid (cached per terrain)."""
+    heights, spacing, origin_xy, diagonals = args
+    heights = np.asarray(heights, float)
+    key = (
+        heights.tobytes(),
+        heights.shape,
+        None if diagonals is None else np.asarray(diagonals).tobytes(),
+        tuple(spacing),
+        tuple(origin_xy),
+    )
+    if key not in _TRIANGLES:
+        vertices = grid_vertices(heights, spacing, origin_xy)
+        triangles, _ = grid_triangles(heights.shape, diagonals)
+        _TRIANGLES.clear()
+        _TRIANGLES[key] = tuple(vertices[triangles[:, k]] for k in range(3))
+    return _TRIANGLES[key]
+
+
 def surface_triangles(args, origin, direction, grow=0.0, matrix=None):
     """(t, normal facing the ray or None on an edge) of the first triangle hit from either
     side, or None. ``matrix``: the triangles placed in the world by this affine 4x4."""
-    heights, spacing, origin_xy, diagonals = args
-    vertices = grid_vertices(np.asarray(heights, float), spacing, origin_xy)
+    v0, v1, v2 = _triangle_corners(args)
     if matrix is not None:
-        vertices = vertices @ matrix[:3, :3].T + matrix[:3, 3]
-    triangles, _ = grid_triangles(np.shape(heights), diagonals)
-    v0, v1, v2 = (vertices[triangles[:, k]] for k in range(3))
+        v0, v1, v2 = (v @ matrix[:3, :3].T + matrix[:3, 3] for v in (v0, v1, v2))
     unit = _unit(direction)
     t = moller_trumbore(np.asarray(origin, float), unit, v0, v1, v2, grow)
     best = t.min()
