@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
 from ..shapes import as_choice, as_pair
-from .grid import Terrain, as_diagonals, as_heights, cell_tolerances
+from .grid import Terrain, as_diagonals, as_heights, tolerances
 from .march import march
 from .surfaces import surface_at, test_bilinear, test_triangles
 from .walk import Rays, Result, walk
@@ -96,8 +96,8 @@ class Heightfield:
             if self.diagonals is None or not self.diagonals.any()
             else self.diagonals.ravel().astype(np.float64)
         )
-        self._cell_tolerance = cell_tolerances(self.heights, self.spacing)  # grid.py
-        self._above = Terrain(self.heights, self._cell_tolerance, self._anti)
+        # Each cell's own touching tolerance (grid.py), shared by both sides.
+        self._above = Terrain(self.heights, tolerances(self.heights, self.spacing), self._anti)
         self._below = None  # the mirror image, for rays below a surface (built on first use)
         self._test = test_bilinear if self.surface == "BILINEAR" else test_triangles
         # A ray exactly parallel to a grid axis may sit a few ulps outside the footprint
@@ -125,7 +125,7 @@ class Heightfield:
     def _mirror(self):
         """The terrain seen from below: heights negated, with their own max hierarchy."""
         if self._below is None:
-            self._below = self._above.mirrored(self._cell_tolerance)
+            self._below = self._above.mirrored()
         return self._below
 
     def height_at(self, x: ArrayLike, y: ArrayLike) -> np.ndarray:
