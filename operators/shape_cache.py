@@ -47,11 +47,12 @@ from its BMesh.
 
 Bounded memory: a budget of ``MAX_BYTES`` for everything the entries hold (fingerprints, the
 recognised shapes with every array their Heightfields keep), least recently used evicted
-first; no limit on the number of entries. A terrain grows after it is stored (its max
-hierarchy, the other terrain model, the mirror image for rays from below are built on first
-use), so sizes are measured again at every lookup and store (summing each distinct buffer
-once: some arrays are views of others). The budget is a quarter of what one 4096 x 4096 Grid
-terrain costs at its largest in the default model, SURFACE, hit from above and below
+first; no limit on the number of entries. A terrain grows after it is stored (the other
+terrain model, the mirror image a surface walks rays from below in and that image's max
+hierarchy are built on first use), so sizes are measured again at every lookup and store
+(summing each distinct buffer once: some arrays are views of others, or shared). The budget
+is a quarter of what one 4096 x 4096 Grid terrain costs at its largest in the default
+model, SURFACE, hit from above and below
 (``grid_terrain_bytes``; per vertex V and per cell C of an n x n grid of quads, H the size
 of one max hierarchy):
 
@@ -62,17 +63,16 @@ fingerprint: positions (float32 x 3)            12 V          192.0 MiB
 fingerprint: corner vertices, triangle faces    16 C + 8 C    383.8 MiB
 recognised: heights (float64), diagonals        8 V + C       144.0 MiB
 Heightfield: heights, diagonals, float copy     8 V + 9 C     271.9 MiB
-Heightfield: each cell's tolerance              8 C           127.9 MiB
-seen from above: cell tops, tolerances          8 C + 8 V     255.9 MiB
-seen from below: heights, cell tops, tolerances 16 V + 8 C    383.9 MiB
+Heightfield: each cell's tolerance              8 V           128.0 MiB
+seen from below: the heights negated            8 V           128.0 MiB
 two max hierarchies, H = 8 (n + 1)^2 + ~0.3 C   2 H           265.5 MiB
-total                                                         2025.1 MiB
+total                                                         1513.3 MiB
 ==============================================  ============  ============
 
-so ``MAX_BYTES`` = 506.3 MiB: one terrain of up to 2048 x 2048 vertices is cached, the
-1500 x 1500 grid of issue 11 (271.5 MiB at most; 237 MiB in bench/big_terrain_cache.py, where
-no quad is flipped and no ray comes from below) and any number of spheres and cylinders (a
-32 x 16 UV sphere: 13 KiB). A terrain larger than the
+so ``MAX_BYTES`` = 378.3 MiB: one terrain of up to 2048 x 2048 vertices is cached, or two of
+up to 1448 x 1448; the 1500 x 1500 grid of issue 11 (202.9 MiB at most; 168 MiB in
+bench/big_terrain_cache.py, where no quad is flipped and no ray comes from below); and any
+number of spheres and cylinders (a 32 x 16 UV sphere: 13 KiB). A terrain larger than the
 whole budget is simply not cached. Tests lower the budget by setting the module constant
 ``MAX_BYTES`` (read at every store and lookup). The arrays a cached terrain was recognised
 from (its heights and diagonals) are made read-only, since every later query shares them.
@@ -108,10 +108,10 @@ def grid_terrain_bytes(n: int) -> int:
     vertices, cells = n * n, (n - 1) ** 2
     fingerprint = 12 * vertices + (16 + 8) * cells
     recognised = 8 * vertices + cells
-    field = 8 * vertices + 9 * cells + 8 * cells
-    above = 8 * cells + 8 * vertices
-    below = 16 * vertices + 8 * cells
-    return fingerprint + recognised + field + above + below + 2 * hierarchy_bytes(n)
+    field = 8 * vertices + 9 * cells
+    tolerances = 8 * vertices  # one per cell, stored at its first vertex; shared
+    below = 8 * vertices  # the heights negated
+    return fingerprint + recognised + field + tolerances + below + 2 * hierarchy_bytes(n)
 
 
 MAX_BYTES = grid_terrain_bytes(4096) // 4

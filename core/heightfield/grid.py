@@ -108,15 +108,20 @@ def _cell_max(heights):
     )
 
 
-def cell_tolerances(heights, spacing):
-    """Each cell's touching tolerance, (ny-1, nx-1): 2^-40 of its largest |corner height|
-    or the spacing (module docstring)."""
+def tolerances(heights, spacing):
+    """Each cell's touching tolerance, 2^-40 of its largest |corner height| or the spacing
+    (module docstring), stored flat at the cell's first vertex's index ``j nx + i`` (as the
+    walk gathers it; the last row and column hold 0)."""
     h = heights
     magnitude = np.maximum(
         np.maximum(np.abs(h[:-1, :-1]), np.abs(h[:-1, 1:])),
         np.maximum(np.abs(h[1:, :-1]), np.abs(h[1:, 1:])),
     )
-    return np.maximum(magnitude, max(spacing)) * 2.0**-40
+    tol = np.zeros(h.shape)
+    tol[:-1, :-1] = np.maximum(magnitude, max(spacing)) * 2.0**-40
+    tol = tol.ravel()
+    tol.setflags(write=False)
+    return tol
 
 
 def as_index(values):
@@ -130,29 +135,31 @@ class Terrain:
     rays below a surface (the mirror image), with each cell's tolerance and the max
     hierarchy (built on first use)."""
 
-    def __init__(self, heights, cell_tolerance, anti):
+    def __init__(self, heights, tol, anti):
         self.ny, self.nx = heights.shape
         self.flat = np.ascontiguousarray(heights).ravel()
+        self.tol = tol  # see tolerances()
         self.anti = anti  # (ny-1) * (nx-1) floats, 1.0 where a cell is split anti, or None
-        self.cell_top = _cell_max(heights) + cell_tolerance
-        self.top = float(self.cell_top.max())  # the clip box's top
-        # Each cell's tolerance at its first vertex's index j nx + i, as the walk gathers.
-        tol = np.zeros(heights.shape)
-        tol[:-1, :-1] = cell_tolerance
-        self.tol = tol.ravel()
+        self.top = float(self._cell_tops().max())  # the clip box's top
         self._hierarchy = None
 
     def held_arrays(self) -> list:
-        """The arrays it holds now (the hierarchy only once built)."""
-        arrays = [self.flat, self.cell_top, self.tol]
+        """The arrays it holds now (the hierarchy only once built; the tolerances are
+        shared with the mirror image)."""
+        arrays = [self.flat, self.tol]
         if self._hierarchy is not None:
             block_max, reach, inner_reach = self._hierarchy
             arrays += [block_max] + [nodes for _, nodes, _ in (*reach, *inner_reach)]
         return arrays
 
-    def mirrored(self, cell_tolerance):
-        """The terrain seen from below: heights negated (tolerances and splits kept)."""
-        return Terrain(-self.flat.reshape(self.ny, self.nx), cell_tolerance, self.anti)
+    def mirrored(self):
+        """The terrain seen from below: heights negated (tolerances and splits shared)."""
+        return Terrain(-self.flat.reshape(self.ny, self.nx), self.tol, self.anti)
+
+    def _cell_tops(self):
+        """Each cell's largest corner height plus its tolerance, (ny-1, nx-1)."""
+        tol = self.tol.reshape(self.ny, self.nx)[:-1, :-1]
+        return _cell_max(self.flat.reshape(self.ny, self.nx)) + tol
 
     @property
     def hierarchy(self):
@@ -174,7 +181,8 @@ class Terrain:
                 nodes[:, 0], nodes[:, -1] = nodes[:, 1], nodes[:, -2]
                 return size, nodes.ravel(), nodes.shape[1]
 
-            block_max = _block_reduce(self.cell_top, BLOCK, np.maximum)
+            cell_tops = self._cell_tops()
+            block_max = _block_reduce(cell_tops, BLOCK, np.maximum)
             reach: list[tuple[int, np.ndarray, int]] = []
             level, size = block_max, BLOCK
             while True:
@@ -187,7 +195,7 @@ class Terrain:
                 size *= 2
             # Below the blocks: nodes of 1, 2, ... BLOCK/2 cells, for the skips that start
             # the cell walk inside a block.
-            inner_reach, level, size = [], self.cell_top, 1
+            inner_reach, level, size = [], cell_tops, 1
             while True:
                 if size in CELL_SKIPS:
                     inner_reach.append(padded(level, size))

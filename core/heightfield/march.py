@@ -18,7 +18,7 @@ def march(terrain, surface, spacing, rays, todo, t0, t1, result):
     at or below the surface, then 32 bisections of the last bracket."""
     step = 0.5 * min(spacing)
     nx = terrain.nx
-    cell_tolerance = terrain.tol
+    tolerance = terrain.tol  # per cell, at its first vertex's index
     rid = todo
     lo = t0[rid]
     end = t1[rid]
@@ -27,7 +27,7 @@ def march(terrain, surface, spacing, rays, todo, t0, t1, result):
         U = rays.U0[rows] + t * rays.du[rows]
         V = rays.V0[rows] + t * rays.dv[rows]
         h, _, _, i, j = surface_at(terrain, surface, U, V)
-        return rays.oz[rows] + t * rays.dz[rows] <= h + cell_tolerance.take(j * nx + i)
+        return rays.oz[rows] + t * rays.dz[rows] <= h + tolerance.take(j * nx + i)
 
     first = below(rid, lo)
     found_rid, found_lo, found_hi = [rid[first]], [lo[first]], [lo[first]]

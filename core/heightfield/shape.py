@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
 from ..shapes import as_choice, as_pair
-from .grid import Terrain, as_diagonals, as_heights, cell_tolerances
+from .grid import Terrain, as_diagonals, as_heights, tolerances
 from .march import march
 from .surfaces import surface_at, test_bilinear, test_triangles
 from .walk import Rays, Result, walk
@@ -96,8 +96,8 @@ class Heightfield:
             if self.diagonals is None or not self.diagonals.any()
             else self.diagonals.ravel().astype(np.float64)
         )
-        self._cell_tolerance = cell_tolerances(self.heights, self.spacing)  # grid.py
-        self._above = Terrain(self.heights, self._cell_tolerance, self._anti)
+        # Each cell's own touching tolerance (grid.py), shared by both sides.
+        self._above = Terrain(self.heights, tolerances(self.heights, self.spacing), self._anti)
         self._below = None  # the mirror image, for rays below a surface (built on first use)
         self._test = test_bilinear if self.surface == "BILINEAR" else test_triangles
         # A ray exactly parallel to a grid axis may sit a few ulps outside the footprint
@@ -123,10 +123,10 @@ class Heightfield:
 
     def held_arrays(self) -> list:
         """Every numpy array this terrain holds now: heights, diagonals and their float
-        copy, each cell's tolerance, and the terrain seen from above and (once a ray came
-        from below) from below, each with its max hierarchy once built. Some are views of
-        others: count memory by their bases (what keeping it around costs)."""
-        arrays = [self.heights, self.diagonals, self._anti, self._cell_tolerance]
+        copy, and the terrain seen from above and (once a surface was queried) from below,
+        each with its tolerances and its max hierarchy once built. Some are views of others
+        or shared: count memory by distinct bases (what keeping it around costs)."""
+        arrays = [self.heights, self.diagonals, self._anti]
         arrays += self._above.held_arrays()
         if self._below is not None:
             arrays += self._below.held_arrays()
@@ -136,7 +136,7 @@ class Heightfield:
     def _mirror(self):
         """The terrain seen from below: heights negated, with their own max hierarchy."""
         if self._below is None:
-            self._below = self._above.mirrored(self._cell_tolerance)
+            self._below = self._above.mirrored()
         return self._below
 
     def height_at(self, x: ArrayLike, y: ArrayLike) -> np.ndarray:
