@@ -49,7 +49,7 @@ Bounded memory: a budget of ``MAX_BYTES`` for everything the entries hold (finge
 recognised shapes with every array their Heightfields keep), least recently used evicted
 first; no limit on the number of entries. A terrain grows after it is stored (the other
 terrain model, the mirror image a surface walks rays from below in and that image's max
-hierarchy are built on first use), so sizes are measured again at every lookup and store
+hierarchy are built on first use), so an entry is measured again whenever it is looked up
 (summing each distinct buffer once: some arrays are views of others, or shared). The budget
 is a quarter of what one 4096 x 4096 Grid terrain costs at its largest in the default
 model, SURFACE, hit from above and below
@@ -74,8 +74,9 @@ up to 1448 x 1448; the 1500 x 1500 grid of issue 11 (202.9 MiB at most; 168 MiB 
 bench/big_terrain_cache.py, where no quad is flipped and no ray comes from below); and any
 number of spheres and cylinders (a 32 x 16 UV sphere: 13 KiB). A terrain larger than the
 whole budget is simply not cached. Tests lower the budget by setting the module constant
-``MAX_BYTES`` (read at every store and lookup). The arrays a cached terrain was recognised
-from (its heights and diagonals) are made read-only, since every later query shares them.
+``MAX_BYTES`` (read whenever an entry is stored or looked up). The arrays a cached terrain
+was recognised from (its heights and diagonals) are made read-only, since every later query
+shares them.
 """
 
 from __future__ import annotations
@@ -235,6 +236,7 @@ class ShapeCache:
     def __init__(self, max_bytes: int | None = None):
         self._max_bytes = max_bytes
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._held = 0  # the entries' sizes as last measured
         self.hits = 0
         self.misses = 0
 
@@ -251,23 +253,27 @@ class ShapeCache:
 
     @property
     def nbytes(self) -> int:
-        """What the entries hold now."""
-        return sum(entry.measure() for entry in self._entries.values())
+        """What the entries hold now (every entry measured anew)."""
+        self._held = sum(entry.measure() for entry in self._entries.values())
+        return self._held
 
     def clear(self):
         self._entries.clear()
+        self._held = 0
         self.hits = self.misses = 0
 
     def lookup(self, name: str, mesh, positions: np.ndarray):
         """The value stored for ``name`` if ``mesh`` (whose float32 positions are
-        ``positions``) has exactly the fingerprint it was stored with, else None. Entries
-        that grew since they were measured may make older ones leave."""
+        ``positions``) has exactly the fingerprint it was stored with, else None. The entry
+        is measured anew (it may have grown since), which may make older ones leave."""
         entry = self._entries.get(name)
         if entry is None or not entry.fingerprint.matches(mesh, positions):
             self.misses += 1
             return None
         self._entries.move_to_end(name)
         self.hits += 1
+        before = entry.nbytes
+        self._held += entry.measure() - before
         self._fit_budget()
         return entry.value
 
@@ -278,7 +284,9 @@ class ShapeCache:
         mesh with faces of five or more corners is not stored (their triangulation may
         depend on cached face normals); nor is anything larger than the whole budget.
         Least recently used entries make room."""
-        self._entries.pop(name, None)
+        old = self._entries.pop(name, None)
+        if old is not None:
+            self._held -= old.nbytes
         if fingerprint.depends_on == "TRIANGULATION" and not fingerprint.only_triangles_and_quads():
             return
         for array in value_arrays:
@@ -287,14 +295,14 @@ class ShapeCache:
         if entry.measure() > self.max_bytes:
             return
         self._entries[name] = entry
+        self._held += entry.nbytes
         self._fit_budget()
 
     def _fit_budget(self):
-        """Evict least recently used entries until everything fits, measured anew; the most
+        """Evict least recently used entries until the sizes as last measured fit; the most
         recent one stays even when it alone has grown past the budget (it is in use)."""
-        held = self.nbytes
-        while len(self._entries) > 1 and held > self.max_bytes:
-            held -= self._entries.popitem(last=False)[1].nbytes
+        while len(self._entries) > 1 and self._held > self.max_bytes:
+            self._held -= self._entries.popitem(last=False)[1].nbytes
 
 
 SHAPES = ShapeCache()
