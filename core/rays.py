@@ -275,7 +275,8 @@ def sphere_cast(shape, starts, ends, radius) -> CastHits:
     cast = getattr(shape, "_sphere_cast_components", None)
     if cast is None:
         raise ValueError(
-            f"sphere_cast supports Sphere targets (optionally Placed); got {type(shape).__name__}"
+            f"sphere_cast supports Sphere and Cylinder targets (optionally Placed); "
+            f"got {type(shape).__name__}"
         )
     cast_check = getattr(shape, "_check_sphere_cast", None)
     if cast_check is not None:
