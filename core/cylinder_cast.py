@@ -41,160 +41,182 @@ EPSILON = np.finfo(np.float64).eps
 def sphere_cast_cylinder(cylinder, start, direction, radius):
     """(distance, point, normal) of a sphere of ``radius`` (per row) cast from ``start``
     along the unit (or zero) ``direction`` against ``cylinder``, component lists in world
-    space; distance inf or NaN where it never touches."""
+    space; distance inf where it never touches."""
     r, h = cylinder.radius, cylinder.height
     relative = [s - p for s, p in zip(start, cylinder.p0)]
-    x0, y0, z0 = (linear_combination(axis, relative) for axis in cylinder.frame)
-    dx, dy, dz = (linear_combination(axis, direction) for axis in cylinder.frame)
-    reach = np.broadcast_to(np.asarray(radius, dtype=np.float64), x0.shape)
-    radial = _Radial(x0, y0, dx, dy)
-    slab = _Slab(z0, dz)
+    line = _Line(
+        *(linear_combination(axis, relative) for axis in cylinder.frame),
+        *(linear_combination(axis, direction) for axis in cylinder.frame),
+        np.broadcast_to(np.asarray(radius, dtype=np.float64), relative[0].shape),
+    )
+    reach = line.reach
 
-    # Where the start already overlaps the shape: distance 0.
-    rho0 = np.sqrt(x0 * x0 + y0 * y0)
-    off_radial = np.maximum(rho0 - r, 0.0) if cylinder.capped else rho0 - r
-    off_axial = z0 - np.clip(z0, 0.0, h)
-    overlap = off_radial * off_radial + off_axial * off_axial <= reach * reach
-
-    # Straight pieces: the first point at or after 0 of each interval.
-    outer_enter, outer_leave = radial.interval(r + reach)
-    enter = np.maximum(outer_enter, slab.enter(0.0, h))
-    leave = np.minimum(outer_leave, slab.leave(0.0, h))
+    # Fast path: M lies in the box rho <= r + R, -R <= z <= h + R. Where the box's first
+    # point at or after 0 is in M (between the caps, or over a cap for the solid; in the
+    # shell for the tube), it is the answer, overlapping starts included.
+    outer_enter, outer_leave = line.radial_interval(r + reach)
+    enter = np.maximum(outer_enter, line.slab_enter(-reach, h + reach))
+    leave = np.minimum(outer_leave, line.slab_leave(-reach, h + reach))
+    first = np.fmax(enter, 0.0)
+    x, y, z = line.x0 + first * line.dx, line.y0 + first * line.dy, line.z0 + first * line.dz
+    rho_squared = x * x + y * y
+    between_caps = (z >= 0.0) & (z <= h)
     if cylinder.capped:
-        side = _first_point(enter, leave)
-        inner_enter, inner_leave = radial.interval(r)
-        caps = _first_point(
-            np.maximum(inner_enter, slab.enter(-reach, h + reach)),
-            np.minimum(inner_leave, slab.leave(-reach, h + reach)),
-        )
-        straight = np.fmin(side, caps)
+        settled = between_caps | (rho_squared <= r * r)
     else:
-        # The shell minus the open hole rho < r - R (no hole when R >= r): skip the hole.
-        hole_enter, hole_leave = radial.interval(np.maximum(r - reach, 0.0))
-        no_hole = reach >= r
-        hole_enter = np.where(no_hole, np.nan, hole_enter)
-        first = np.fmax(enter, 0.0)
-        first = np.where((first > hole_enter) & (first < hole_leave), hole_leave, first)
-        straight = np.where((enter <= leave) & (first <= leave), first, np.inf)
+        hole = np.maximum(r - reach, 0.0)
+        settled = between_caps & (rho_squared >= hole * hole)
+    in_box = (enter <= leave) & (leave >= 0.0)
+    distance = np.where(in_box & settled, first, np.inf)
 
-    # Rim tori, for casts whose path crosses a rim layer before the straight entry.
-    distance = straight
-    for rim, low, high in ((0.0, -reach, 0.0), (h, h, h + reach)):
-        lower = np.fmax(np.maximum(outer_enter, slab.enter(low, high)), 0.0)
-        upper = np.fmin(np.minimum(outer_leave, slab.leave(low, high)), distance)
-        rows = np.flatnonzero((lower <= upper) & ~overlap)
-        if len(rows):
-            torus = _rim_entry(
-                x0[rows], y0[rows], z0[rows] - rim, dx[rows], dy[rows], dz[rows],
-                radial, rows, r, reach[rows],
-                lower[rows], upper[rows],
-            )  # fmt: skip
-            distance[rows] = np.fmin(distance[rows], torus)
-    distance = np.where(overlap, 0.0, distance)
+    # The rest enter the box elsewhere: a solid's corner beyond a rim (then the first
+    # contact, if any, is on that rim's torus: leaving the corner toward the cylinder
+    # crosses the torus), or the tube's ends and hole.
+    rest = np.flatnonzero(in_box & ~settled)
+    if len(rest):
+        part = line.take(rest)
+        if cylinder.capped:
+            rim = np.where(z[rest] > h, h, 0.0)
+            distance[rest] = _torus_entry(part, rim, r, first[rest], leave[rest], convex=True)
+        else:
+            distance[rest] = _tube_entry(part, r, h, first[rest])
 
     # Contact: the centre's nearest point on the cylinder; the normal from it to the centre.
-    cx, cy, cz = x0 + distance * dx, y0 + distance * dy, z0 + distance * dz
+    cx, cy = line.x0 + distance * line.dx, line.y0 + distance * line.dy
+    cz = line.z0 + distance * line.dz
     if cylinder.capped:
         point, normal = _contact_capped(cx, cy, cz, r, h)
     else:
-        point, normal = _contact_tube(cx, cy, cz, dx, dy, r, h, reach)
+        point, normal = _contact_tube(cx, cy, cz, line.dx, line.dy, r, h, reach)
     world_point = [p + x for p, x in zip(cylinder.p0, from_frame(point, cylinder.frame))]
     return distance, world_point, from_frame(normal, cylinder.frame)
 
 
-class _Radial:
-    """The radial (2D) part of the line: intervals of t within a radius of the axis, found
-    from the closest approach to the axis (the sphere's stable form, in the plane)."""
+class _Line:
+    """The cast's line in the cylinder's frame, per row: start (x0, y0, z0), unit or zero
+    direction (dx, dy, dz), cast radius. The radial part is a 2D line with speed a and
+    closest approach to the axis at t = closest, at distance b (the sphere's stable form,
+    in the plane); the axial part is z0 + t dz."""
 
-    def __init__(self, x0, y0, dx, dy):
+    def __init__(self, x0, y0, z0, dx, dy, dz, reach):
+        self.x0, self.y0, self.z0, self.dx, self.dy, self.dz = x0, y0, z0, dx, dy, dz
+        self.reach = reach
         speed = np.sqrt(dx * dx + dy * dy)
         self.along_axis = speed == 0.0
         self.any_along_axis = self.along_axis.any()
-        self.speed = speed
+        self.speed_squared = speed * speed
         self.inverse_speed = 1.0 / np.maximum(speed, 1e-300)
         ux, uy = dx * self.inverse_speed, dy * self.inverse_speed
         closest = -(x0 * ux + y0 * uy)
         px, py = x0 + closest * ux, y0 + closest * uy
         self.miss_squared = px * px + py * py  # b^2
-        self.closest = closest * self.inverse_speed  # t of the closest approach
-
-    def interval(self, radius):
-        """[enter, leave] within ``radius`` of the axis; NaN where never, +-inf along it."""
-        half = np.sqrt(radius * radius - self.miss_squared) * self.inverse_speed
-        enter, leave = self.closest - half, self.closest + half
-        if self.any_along_axis:  # parallel to the axis: all t (or never, NaN stays NaN)
-            enter = np.where(self.along_axis & (half >= 0.0), -np.inf, enter)
-            leave = np.where(self.along_axis & (half >= 0.0), np.inf, leave)
-        return enter, leave
-
-
-class _Slab:
-    """Intervals of t with ``low <= z <= high``; all t or never when parallel to the caps."""
-
-    def __init__(self, z0, dz):
-        self.z0 = z0
+        self.closest = closest * self.inverse_speed
         self.parallel = dz == 0.0
         self.any_parallel = self.parallel.any()
         self.inverse_dz = 1.0 / (dz + self.parallel) if self.any_parallel else 1.0 / dz
 
-    def _ends(self, low, high):
+    def take(self, rows):
+        parts = (self.x0, self.y0, self.z0, self.dx, self.dy, self.dz, self.reach)
+        return _Line(*(part[rows] for part in parts))
+
+    def radial_interval(self, radius):
+        """[enter, leave] within ``radius`` of the axis; NaN where never, +-inf along it."""
+        half = np.sqrt(radius * radius - self.miss_squared) * self.inverse_speed
+        enter, leave = self.closest - half, self.closest + half
+        if self.any_along_axis:  # parallel to the axis: all t (or never: NaN stays NaN)
+            everywhere = self.along_axis & (half >= 0.0)
+            enter = np.where(everywhere, -np.inf, enter)
+            leave = np.where(everywhere, np.inf, leave)
+        return enter, leave
+
+    def _slab(self, low, high, pick, inside_value):
         to_low = (low - self.z0) * self.inverse_dz
         to_high = (high - self.z0) * self.inverse_dz
-        return to_low, to_high
-
-    def _parallel(self, value, low, high, inside_value):
+        value = pick(to_low, to_high)
         if not self.any_parallel:
             return value
-        inside = (self.z0 >= low) & (self.z0 <= high)
+        inside = (self.z0 >= low) & (self.z0 <= high)  # parallel to the caps: all t or never
         return np.where(self.parallel, np.where(inside, inside_value, -inside_value), value)
 
-    def enter(self, low, high):
-        return self._parallel(np.minimum(*self._ends(low, high)), low, high, -np.inf)
+    def slab_enter(self, low, high):
+        """First t with low <= z <= high (the slab's interval is empty where it exceeds
+        slab_leave)."""
+        return self._slab(low, high, np.minimum, -np.inf)
 
-    def leave(self, low, high):
-        return self._parallel(np.maximum(*self._ends(low, high)), low, high, np.inf)
+    def slab_leave(self, low, high):
+        return self._slab(low, high, np.maximum, np.inf)
+
+    def torus_function(self, rim, r, tolerance):
+        """F(t) = (rho - r)^2 + (z - rim)^2 - R^2 and its slope, for rows ``index``."""
+        zeta0 = self.z0 - rim
+        reach_squared = self.reach * self.reach
+
+        def f_and_slope(index, t):
+            s = t - self.closest[index]
+            a2s = self.speed_squared[index] * s
+            rho = np.sqrt(a2s * s + self.miss_squared[index])
+            off = rho - r
+            zeta = zeta0[index] + t * self.dz[index]
+            f = off * off + zeta * zeta - reach_squared[index]
+            rho_slope = a2s / np.where(rho > 0.0, rho, 1.0)
+            return f, 2.0 * (off * rho_slope + zeta * self.dz[index])
+
+        return f_and_slope
 
 
-def _first_point(enter, leave):
-    """The first t >= 0 of [enter, leave]; inf where the interval is empty or behind."""
-    return np.where((enter <= leave) & (leave >= 0.0), np.fmax(enter, 0.0), np.inf)
-
-
-def _rim_entry(x0, y0, zeta0, dx, dy, dz, radial, rows, r, reach, lower, upper):
-    """First t in [lower, upper] inside the solid torus ``(rho - r)^2 + zeta^2 <= R^2``
-    (zeta = height above the rim's plane), inf where none: Newton on each convex or concave
-    piece of F in turn (module docstring)."""
-    # F's rounding: the coordinates carry EPSILON * their size; F ~ 2 R * that near a root.
-    size = 2.0 * (np.abs(x0) + np.abs(y0) + np.abs(zeta0)) + r + 2.0 * reach
-    tolerance = 8.0 * EPSILON * reach * size
-
-    def f_and_slope(index, t):
-        x, y, zeta = (
-            x0[index] + t * dx[index],
-            y0[index] + t * dy[index],
-            zeta0[index] + t * dz[index],
-        )
-        rho = np.sqrt(x * x + y * y)
-        off = rho - r
-        rho_slope = (x * dx[index] + y * dy[index]) / np.where(rho > 0.0, rho, 1.0)
-        f = off * off + zeta * zeta - reach[index] * reach[index]
-        return f, 2.0 * (off * rho_slope + zeta * dz[index])
-
-    # The concave middle piece: |s| < s_c where rho(s_c)^3 = r a^2 b^2.
-    speed, miss_squared = radial.speed[rows], radial.miss_squared[rows]
-    rho_turn = np.cbrt(r * speed * speed * miss_squared)
-    half_width = np.sqrt(np.maximum(rho_turn * rho_turn - miss_squared, 0.0))
-    half_width *= radial.inverse_speed[rows]
-    middle_low = radial.closest[rows] - half_width
-    middle_high = radial.closest[rows] + half_width
-
-    found = np.full(x0.shape, np.inf)
-    pieces = (
-        (lower, np.minimum(upper, middle_low), True),
-        (np.maximum(lower, middle_low), np.minimum(upper, middle_high), False),
-        (np.maximum(lower, middle_high), upper, True),
+def _tube_entry(line, r, h, lower):
+    """First t >= lower in the tube's Minkowski sum: the shell r - R <= rho <= r + R between
+    the end planes, skipping the hole rho < r - R, or a rim torus crossed before it."""
+    reach = line.reach
+    outer_enter, outer_leave = line.radial_interval(r + reach)
+    enter = np.maximum(outer_enter, line.slab_enter(0.0, h))
+    leave = np.minimum(outer_leave, line.slab_leave(0.0, h))
+    hole = np.maximum(r - reach, 0.0)
+    hole_enter, hole_leave = line.radial_interval(hole)
+    # No hole when R >= r; the hole is open: running along its wall is not inside it.
+    hole_enter = np.where(
+        (reach >= r) | (line.along_axis & (line.miss_squared >= hole * hole)), np.nan, hole_enter
     )
-    for low, high, convex in pieces:
+    first = np.fmax(enter, lower)
+    first = np.where((first > hole_enter) & (first < hole_leave), hole_leave, first)
+    distance = np.where((enter <= leave) & (first <= leave), first, np.inf)
+    for rim, low, high in ((0.0, -reach, 0.0), (h, h, h + reach)):
+        # The path's stretch within the rim's layer |z - rim| <= R and radius r + R,
+        # before the shell's entry; nothing to find where it stays within the hole.
+        start = np.fmax(np.maximum(outer_enter, line.slab_enter(low, high)), lower)
+        stop = np.fmin(np.minimum(outer_leave, line.slab_leave(low, high)), distance)
+        crossing = (start < stop) & ~((start > hole_enter) & (stop < hole_leave))
+        rows = np.flatnonzero(crossing)
+        if len(rows):
+            found = _torus_entry(line.take(rows), rim, r, start[rows], stop[rows], convex=False)
+            distance[rows] = np.fmin(distance[rows], found)
+    return distance
+
+
+def _torus_entry(line, rim, r, lower, upper, convex):
+    """First t in [lower, upper] inside the solid torus ``(rho - r)^2 + (z - rim)^2 <= R^2``,
+    inf where none: Newton on each convex or concave piece of F in turn (module docstring).
+    ``convex``: the stretch is known to lie where F is convex (rho >= r), one piece."""
+    reach = line.reach
+    # F's rounding: the coordinates carry EPSILON * their size; F ~ 2 R * that near a root.
+    size = 2.0 * (np.abs(line.x0) + np.abs(line.y0) + np.abs(line.z0 - rim)) + r + 2.0 * reach
+    tolerance = 8.0 * EPSILON * reach * size
+    f_and_slope = line.torus_function(rim, r, tolerance)
+    if convex:
+        pieces = ((lower, upper, True),)
+    else:  # the concave middle piece: |s| < s_c where rho(s_c)^3 = r a^2 b^2
+        miss_squared = line.miss_squared
+        rho_turn = np.cbrt(r * line.speed_squared * miss_squared)
+        half_width = np.sqrt(np.maximum(rho_turn * rho_turn - miss_squared, 0.0))
+        half_width *= line.inverse_speed
+        middle_low, middle_high = line.closest - half_width, line.closest + half_width
+        pieces = (
+            (lower, np.minimum(upper, middle_low), True),
+            (np.maximum(lower, middle_low), np.minimum(upper, middle_high), False),
+            (np.maximum(lower, middle_high), upper, True),
+        )
+    found = np.full(lower.shape, np.inf)
+    for low, high, piece_convex in pieces:
         index = np.flatnonzero((found == np.inf) & (low <= high))
         if not len(index):
             continue
@@ -202,13 +224,13 @@ def _rim_entry(x0, y0, zeta0, dx, dy, dz, radial, rows, r, reach, lower, upper):
         at_low = f_low <= tolerance[index]
         found[index[at_low]] = low[index[at_low]]
         index = index[~at_low]
-        if convex:
+        if piece_convex:
             begin = low[index]
         else:  # concave and positive at its left end: a root only if F(high) <= 0
             f_high, _ = f_and_slope(index, high[index])
             index = index[f_high <= tolerance[index]]
             begin = high[index]
-        found[index] = _newton(f_and_slope, index, begin, low, high, tolerance, convex)
+        found[index] = _newton(f_and_slope, index, begin, low, high, tolerance, piece_convex)
     return found
 
 

@@ -291,13 +291,16 @@ def sphere_cast(shape, starts, ends, radius) -> CastHits:
     )
 
     def work(part):
+        # Column views and component arithmetic, as in raycast (a zero-length cast: unit 0).
         start = list(starts[part].T)
-        unit, length = unit_rows(ends[part] - starts[part])  # a zero-length cast: unit 0
-        distance, point, normal = cast(start, components(unit), radius[part])
+        segment = [e - s for e, s in zip(ends[part].T, start)]
+        unit, _ = unit_components(segment)
+        length = dot(unit, segment)
+        distance, point, normal = cast(start, unit, radius[part])
         hit = (distance <= length) & (distance < np.inf)
         result.hit[part] = hit
         gate, distance = gated(distance, hit)
-        to_rows([s + distance * u for s, u in zip(start, unit.T)], result.center[part])
+        to_rows([s + distance * u for s, u in zip(start, unit)], result.center[part])
         to_rows([x * gate for x in point], result.point[part])
         to_rows([x * gate for x in normal], result.normal[part])
         result.distance[part] = np.fmin(distance, np.inf)  # NaN -> inf
