@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .vectors import from_frame, linear_combination
+from .vectors import at_least, from_frame, linear_combination
 
 # Newton steps per torus piece: quadratic convergence needs < 10; a tangent contact halves
 # the gap per step, so 100 steps take any start within 1e30 of it to float64 resolution.
@@ -101,11 +101,10 @@ class _Line:
     def __init__(self, x0, y0, z0, dx, dy, dz, reach):
         self.x0, self.y0, self.z0, self.dx, self.dy, self.dz = x0, y0, z0, dx, dy, dz
         self.reach = reach
-        speed = np.sqrt(dx * dx + dy * dy)
-        self.along_axis = speed == 0.0
+        self.speed_squared = dx * dx + dy * dy
+        self.along_axis = self.speed_squared == 0.0
         self.any_along_axis = self.along_axis.any()
-        self.speed_squared = speed * speed
-        self.inverse_speed = 1.0 / np.maximum(speed, 1e-300)
+        self.inverse_speed = 1.0 / at_least(np.sqrt(self.speed_squared), 1e-300)
         ux, uy = dx * self.inverse_speed, dy * self.inverse_speed
         closest = -(x0 * ux + y0 * uy)
         px, py = x0 + closest * ux, y0 + closest * uy
@@ -146,23 +145,6 @@ class _Line:
     def slab_leave(self, low, high):
         return self._slab(low, high, np.maximum, np.inf)
 
-    def torus_function(self, rim, r, tolerance):
-        """F(t) = (rho - r)^2 + (z - rim)^2 - R^2 and its slope, for rows ``index``."""
-        zeta0 = self.z0 - rim
-        reach_squared = self.reach * self.reach
-
-        def f_and_slope(index, t):
-            s = t - self.closest[index]
-            a2s = self.speed_squared[index] * s
-            rho = np.sqrt(a2s * s + self.miss_squared[index])
-            off = rho - r
-            zeta = zeta0[index] + t * self.dz[index]
-            f = off * off + zeta * zeta - reach_squared[index]
-            rho_slope = a2s / np.where(rho > 0.0, rho, 1.0)
-            return f, 2.0 * (off * rho_slope + zeta * self.dz[index])
-
-        return f_and_slope
-
 
 def _tube_entry(line, r, h, lower):
     """First t >= lower in the tube's Minkowski sum: the shell r - R <= rho <= r + R between
@@ -180,81 +162,129 @@ def _tube_entry(line, r, h, lower):
     first = np.fmax(enter, lower)
     first = np.where((first > hole_enter) & (first < hole_leave), hole_leave, first)
     distance = np.where((enter <= leave) & (first <= leave), first, np.inf)
+    rows, rims, starts, stops = [], [], [], []
     for rim, low, high in ((0.0, -reach, 0.0), (h, h, h + reach)):
         # The path's stretch within the rim's layer |z - rim| <= R and radius r + R,
         # before the shell's entry; nothing to find where it stays within the hole.
         start = np.fmax(np.maximum(outer_enter, line.slab_enter(low, high)), lower)
         stop = np.fmin(np.minimum(outer_leave, line.slab_leave(low, high)), distance)
         crossing = (start < stop) & ~((start > hole_enter) & (stop < hole_leave))
-        rows = np.flatnonzero(crossing)
-        if len(rows):
-            found = _torus_entry(line.take(rows), rim, r, start[rows], stop[rows], convex=False)
-            distance[rows] = np.fmin(distance[rows], found)
+        index = np.flatnonzero(crossing)
+        rows.append(index)
+        rims.append(np.full(len(index), rim))
+        starts.append(start[index])
+        stops.append(stop[index])
+    rows = np.concatenate(rows)
+    if len(rows):  # both rims in one batch
+        found = _torus_entry(
+            line.take(rows),
+            np.concatenate(rims),
+            r,
+            np.concatenate(starts),
+            np.concatenate(stops),
+            convex=False,
+        )
+        np.fmin.at(distance, rows, found)  # a cast may cross both rims' layers
     return distance
 
 
 def _torus_entry(line, rim, r, lower, upper, convex):
     """First t in [lower, upper] inside the solid torus ``(rho - r)^2 + (z - rim)^2 <= R^2``,
-    inf where none: Newton on each convex or concave piece of F in turn (module docstring).
+    inf where none: Newton on each convex or concave piece of F (module docstring), all
+    pieces of all rows in one batch; the first root is the least over the pieces.
     ``convex``: the stretch is known to lie where F is convex (rho >= r), one piece."""
     reach = line.reach
     # F's rounding: the coordinates carry EPSILON * their size; F ~ 2 R * that near a root.
     size = 2.0 * (np.abs(line.x0) + np.abs(line.y0) + np.abs(line.z0 - rim)) + r + 2.0 * reach
     tolerance = 8.0 * EPSILON * reach * size
-    f_and_slope = line.torus_function(rim, r, tolerance)
     if convex:
-        pieces = ((lower, upper, True),)
+        lows, highs, kinds = [lower], [upper], [1.0]
     else:  # the concave middle piece: |s| < s_c where rho(s_c)^3 = r a^2 b^2
         miss_squared = line.miss_squared
         rho_turn = np.cbrt(r * line.speed_squared * miss_squared)
         half_width = np.sqrt(np.maximum(rho_turn * rho_turn - miss_squared, 0.0))
         half_width *= line.inverse_speed
         middle_low, middle_high = line.closest - half_width, line.closest + half_width
-        pieces = (
-            (lower, np.minimum(upper, middle_low), True),
-            (np.maximum(lower, middle_low), np.minimum(upper, middle_high), False),
-            (np.maximum(lower, middle_high), upper, True),
-        )
-    found = np.full(lower.shape, np.inf)
-    for low, high, piece_convex in pieces:
-        index = np.flatnonzero((found == np.inf) & (low <= high))
-        if not len(index):
-            continue
-        f_low, _ = f_and_slope(index, low[index])
-        at_low = f_low <= tolerance[index]
-        found[index[at_low]] = low[index[at_low]]
-        index = index[~at_low]
-        if piece_convex:
-            begin = low[index]
-        else:  # concave and positive at its left end: a root only if F(high) <= 0
-            f_high, _ = f_and_slope(index, high[index])
-            index = index[f_high <= tolerance[index]]
-            begin = high[index]
-        found[index] = _newton(f_and_slope, index, begin, low, high, tolerance, piece_convex)
-    return found
+        lows = [lower, np.maximum(lower, middle_low), np.maximum(lower, middle_high)]
+        highs = [np.minimum(upper, middle_low), np.minimum(upper, middle_high), upper]
+        kinds = [1.0, 0.0, 1.0]
+    pieces = len(lows)
+    n = len(lower)
+    # Per row and piece: the torus function's coefficients, the tolerance, the piece.
+    rows = np.empty((_ROWS, pieces * n))
+    for row, values in enumerate(
+        (line.closest, line.speed_squared, line.miss_squared, line.z0 - rim, line.dz)
+    ):
+        rows[row] = np.tile(values, pieces)
+    rows[_REACH_SQUARED] = np.tile(reach * reach, pieces)
+    rows[_TOLERANCE] = np.tile(tolerance, pieces)
+    rows[_LOW] = np.concatenate(lows)
+    rows[_HIGH] = np.concatenate(highs)
+    rows[_CONVEX] = np.repeat(kinds, n)
+    low, high, is_convex = rows[_LOW], rows[_HIGH], rows[_CONVEX] == 1.0
+    f_low, _ = _torus_function(rows, low, r)
+    tolerance = rows[_TOLERANCE]
+    found = np.where((low <= high) & (f_low <= tolerance), low, np.inf)
+    todo = (low <= high) & (f_low > tolerance)
+    if not convex:  # a concave piece positive at its left end has a root only if F(high) <= 0
+        f_high, _ = _torus_function(rows, high, r)
+        todo &= is_convex | (f_high <= tolerance)
+    todo = np.flatnonzero(todo)
+    if len(todo):
+        part = rows[:, todo]
+        found[todo] = _newton(part, np.where(is_convex[todo], low[todo], high[todo]), r)
+    return found.reshape(pieces, n).min(axis=0)
 
 
-def _newton(f_and_slope, index, t, low, high, tolerance, convex):
+# Rows of the coefficient array of _torus_entry and _newton.
+_CLOSEST, _SPEED_SQUARED, _MISS_SQUARED, _ZETA0, _DZ = range(5)
+_REACH_SQUARED, _TOLERANCE, _LOW, _HIGH, _CONVEX, _ROWS = range(5, 11)
+
+
+def _torus_function(rows, t, r):
+    """F(t) = (rho - r)^2 + zeta^2 - R^2 and its slope, rho from the radial closest
+    approach (rho^2 = a^2 s^2 + b^2, s = t - closest), zeta = zeta0 + t dz."""
+    s = t - rows[_CLOSEST]
+    a2s = rows[_SPEED_SQUARED] * s
+    rho = np.sqrt(a2s * s + rows[_MISS_SQUARED])
+    off = rho - r
+    zeta = rows[_ZETA0] + t * rows[_DZ]
+    f = off * off + zeta * zeta - rows[_REACH_SQUARED]
+    return f, 2.0 * (off * (a2s / (rho + 1e-300)) + zeta * rows[_DZ])
+
+
+def _newton(rows, t, r):
     """Monotone Newton from the root's side: rightward from a convex piece's left end (F > 0),
     leftward from a concave piece's right end (F <= 0). A convex piece whose slope stops
     pointing down, or whose step leaves the piece, has no root: inf."""
-    result = np.full(len(index), np.inf)
-    active = np.arange(len(index))
+    result = np.full(len(t), np.inf)
+    active = np.arange(len(t))  # rows of ``result`` still iterating (some may have stopped)
+    alive = np.ones(len(t), dtype=bool)
+    all_convex = (rows[_CONVEX] == 1.0).all()
     for _ in range(NEWTON_STEPS):
-        if not len(active):
-            break
-        rows = index[active]
-        f, slope = f_and_slope(rows, t)
+        f, slope = _torus_function(rows, t, r)
         after = t - f / slope
-        if convex:  # F > 0 on the way; at or below the tolerance: the root
-            done = f <= tolerance[rows]
-            moving = (slope < 0.0) & (after > t) & (after <= high[rows])
-        else:  # F <= 0 on the way; a stall (rounding) is on the inside, a hair past the root
-            moving = (after < t) & (after >= low[rows])
-            done = (f >= -tolerance[rows]) | ~moving
-        result[active[done]] = t[done]
-        keep = ~done & moving
-        active, t = active[keep], after[keep]
+        tolerance = rows[_TOLERANCE]
+        # Convex: F > 0 on the way, the root once F is within the tolerance.
+        done = f <= tolerance
+        moving = (slope < 0.0) & (after > t) & (after <= rows[_HIGH])
+        if not all_convex:
+            # Concave: F <= 0 on the way; a stall (rounding) is inside, a hair past the root.
+            convex = rows[_CONVEX] == 1.0
+            concave_moving = (after < t) & (after >= rows[_LOW])
+            done = np.where(convex, done, (f >= -tolerance) | ~concave_moving)
+            moving = np.where(convex, moving, concave_moving)
+        finished = alive & done
+        result[active[finished]] = t[finished]
+        alive &= ~done & moving
+        count = np.count_nonzero(alive)
+        if not count:
+            break
+        if count < len(alive) // 2:  # compress only when it halves the work
+            keep = np.flatnonzero(alive)
+            active, t, rows, alive = active[keep], after[keep], rows[:, keep], alive[keep]
+        else:  # stopped rows keep their t
+            t = np.where(alive, after, t)
     return result
 
 
