@@ -57,22 +57,24 @@ def sphere_cast_cylinder(cylinder, start, direction, radius):
     outer_enter, outer_leave = line.radial_interval(r + reach)
     enter = np.maximum(outer_enter, line.slab_enter(-reach, h + reach))
     leave = np.minimum(outer_leave, line.slab_leave(-reach, h + reach))
-    first = np.fmax(enter, 0.0)
+    zeros = np.zeros(enter.shape)  # (fmax against an array is 2x faster than a scalar)
+    first = np.fmax(enter, zeros)
     x, y, z = line.x0 + first * line.dx, line.y0 + first * line.dy, line.z0 + first * line.dz
     rho_squared = x * x + y * y
     between_caps = (z >= 0.0) & (z <= h)
     if cylinder.capped:
         settled = between_caps | (rho_squared <= r * r)
     else:
-        hole = np.maximum(r - reach, 0.0)
+        hole = np.fmax(r - reach, zeros)
         settled = between_caps & (rho_squared >= hole * hole)
     in_box = (enter <= leave) & (leave >= 0.0)
-    distance = np.where(in_box & settled, first, np.inf)
+    answered = in_box & settled
+    distance = first / answered  # inf or NaN (none) where not answered: no np.where
 
     # The rest enter the box elsewhere: a solid's corner beyond a rim (then the first
     # contact, if any, is on that rim's torus: leaving the corner toward the cylinder
     # crosses the torus), or the tube's ends and hole.
-    rest = np.flatnonzero(in_box & ~settled)
+    rest = np.flatnonzero(in_box ^ answered)
     if len(rest):
         part = line.take(rest)
         if cylinder.capped:
@@ -184,7 +186,10 @@ def _tube_entry(line, r, h, lower):
             np.concatenate(stops),
             convex=False,
         )
-        np.fmin.at(distance, rows, found)  # a cast may cross both rims' layers
+        for rim_rows, rim_found in zip(
+            np.split(rows, [len(rims[0])]), np.split(found, [len(rims[0])])
+        ):
+            distance[rim_rows] = np.fmin(distance[rim_rows], rim_found)  # both rims' layers
     return distance
 
 
@@ -194,46 +199,65 @@ def _torus_entry(line, rim, r, lower, upper, convex):
     pieces of all rows in one batch; the first root is the least over the pieces.
     ``convex``: the stretch is known to lie where F is convex (rho >= r), one piece."""
     reach = line.reach
+    n = len(lower)
     # F's rounding: the coordinates carry EPSILON * their size; F ~ 2 R * that near a root.
     size = 2.0 * (np.abs(line.x0) + np.abs(line.y0) + np.abs(line.z0 - rim)) + r + 2.0 * reach
     tolerance = 8.0 * EPSILON * reach * size
-    if convex:
-        lows, highs, kinds = [lower], [upper], [1.0]
-    else:  # the concave middle piece: |s| < s_c where rho(s_c)^3 = r a^2 b^2
-        miss_squared = line.miss_squared
-        rho_turn = np.cbrt(r * line.speed_squared * miss_squared)
-        half_width = np.sqrt(np.maximum(rho_turn * rho_turn - miss_squared, 0.0))
-        half_width *= line.inverse_speed
-        middle_low, middle_high = line.closest - half_width, line.closest + half_width
-        lows = [lower, np.maximum(lower, middle_low), np.maximum(lower, middle_high)]
-        highs = [np.minimum(upper, middle_low), np.minimum(upper, middle_high), upper]
-        kinds = [1.0, 0.0, 1.0]
-    pieces = len(lows)
-    n = len(lower)
-    # Per row and piece: the torus function's coefficients, the tolerance, the piece.
-    rows = np.empty((_ROWS, pieces * n))
-    for row, values in enumerate(
+    pieces = [(lower, upper, 1.0, np.arange(n))]  # (low, high, convex, rows)
+    if not convex:
+        # F'' < 0 somewhere only if b < r a^2; the concave middle |s| < s_c has
+        # rho(s_c)^3 = r a^2 b^2. (b = 0, through the axis: a concave kink at s = 0.)
+        a2, b2 = line.speed_squared, line.miss_squared
+        split = np.flatnonzero((b2 < r * r * a2 * a2) | (b2 == 0.0))
+        if len(split):
+            rho_turn = np.cbrt(r * a2[split] * b2[split])
+            half = np.sqrt(np.maximum(rho_turn * rho_turn - b2[split], 0.0))
+            middle_low = line.closest[split] - half * line.inverse_speed[split]
+            middle_high = line.closest[split] + half * line.inverse_speed[split]
+            first_high = upper.copy()
+            first_high[split] = np.minimum(upper[split], middle_low)
+            low, high = lower[split], upper[split]
+            pieces = [
+                (lower, first_high, 1.0, np.arange(n)),
+                (np.maximum(low, middle_low), np.minimum(high, middle_high), 0.0, split),
+                (np.maximum(low, middle_high), high, 1.0, split),
+            ]
+    owners = []
+    lows, highs, kinds = [], [], []
+    for low, high, kind, rows in pieces:
+        keep = np.flatnonzero(low <= high)
+        owners.append(rows[keep])
+        lows.append(low[keep])
+        highs.append(high[keep])
+        kinds.append(np.full(len(keep), kind))
+    owner = np.concatenate(owners)
+    # Per piece: the torus function's coefficients, the tolerance and the piece's ends.
+    rows = np.empty((_ROWS, len(owner)))
+    rows[:_LOW] = np.stack(
         (line.closest, line.speed_squared, line.miss_squared, line.z0 - rim, line.dz)
-    ):
-        rows[row] = np.tile(values, pieces)
-    rows[_REACH_SQUARED] = np.tile(reach * reach, pieces)
-    rows[_TOLERANCE] = np.tile(tolerance, pieces)
-    rows[_LOW] = np.concatenate(lows)
-    rows[_HIGH] = np.concatenate(highs)
-    rows[_CONVEX] = np.repeat(kinds, n)
-    low, high, is_convex = rows[_LOW], rows[_HIGH], rows[_CONVEX] == 1.0
+        + (reach * reach, tolerance)
+    )[:, owner]
+    rows[_LOW] = low = np.concatenate(lows)
+    rows[_HIGH] = high = np.concatenate(highs)
+    rows[_CONVEX] = np.concatenate(kinds)
+    is_convex = rows[_CONVEX] == 1.0
     f_low, _ = _torus_function(rows, low, r)
     tolerance = rows[_TOLERANCE]
-    found = np.where((low <= high) & (f_low <= tolerance), low, np.inf)
-    todo = (low <= high) & (f_low > tolerance)
+    piece_found = np.where(f_low <= tolerance, low, np.inf)
+    todo = f_low > tolerance
     if not convex:  # a concave piece positive at its left end has a root only if F(high) <= 0
         f_high, _ = _torus_function(rows, high, r)
         todo &= is_convex | (f_high <= tolerance)
     todo = np.flatnonzero(todo)
     if len(todo):
-        part = rows[:, todo]
-        found[todo] = _newton(part, np.where(is_convex[todo], low[todo], high[todo]), r)
-    return found.reshape(pieces, n).min(axis=0)
+        start = np.where(is_convex[todo], low[todo], high[todo])
+        piece_found[todo] = _newton(rows[:, todo], start, r)
+    found = np.full(n, np.inf)
+    offset = 0
+    for rows in owners:  # a row appears once per piece
+        found[rows] = np.fmin(found[rows], piece_found[offset : offset + len(rows)])
+        offset += len(rows)
+    return found
 
 
 # Rows of the coefficient array of _torus_entry and _newton.
@@ -263,20 +287,27 @@ def _newton(rows, t, r):
     all_convex = (rows[_CONVEX] == 1.0).all()
     for _ in range(NEWTON_STEPS):
         f, slope = _torus_function(rows, t, r)
-        after = t - f / slope
+        step = f / slope
+        after = t - step
         tolerance = rows[_TOLERANCE]
-        # Convex: F > 0 on the way, the root once F is within the tolerance.
+        # Convex: F > 0 on the way, the root once F is within the tolerance. Since
+        # F'' <= 2, a step of length s lands where 0 <= F <= s^2: within the tolerance
+        # when s^2 is, which saves the evaluation that would confirm it.
         done = f <= tolerance
-        moving = (slope < 0.0) & (after > t) & (after <= rows[_HIGH])
+        moving = (after > t) & (after <= rows[_HIGH])
+        landed = moving & (step * step <= tolerance)
         if not all_convex:
             # Concave: F <= 0 on the way; a stall (rounding) is inside, a hair past the root.
             convex = rows[_CONVEX] == 1.0
             concave_moving = (after < t) & (after >= rows[_LOW])
             done = np.where(convex, done, (f >= -tolerance) | ~concave_moving)
             moving = np.where(convex, moving, concave_moving)
+            landed &= convex
         finished = alive & done
         result[active[finished]] = t[finished]
-        alive &= ~done & moving
+        finished = alive & landed & ~done
+        result[active[finished]] = after[finished]
+        alive &= ~done & ~landed & moving
         count = np.count_nonzero(alive)
         if not count:
             break
@@ -288,6 +319,50 @@ def _newton(rows, t, r):
     return result
 
 
+def _contact_capped(cx, cy, cz, r, h):
+    """Nearest point of the solid cylinder to the centre and the normal toward the centre
+    (branch-free: np.where costs 10 multiplies here); centres inside or on the solid, or on
+    its axis, are redone by _contact_capped_odd."""
+    rho = np.sqrt(cx * cx + cy * cy)
+    zeros = np.zeros(rho.shape)
+    off_radial = np.fmax(rho - r, zeros)
+    nearest_z = np.fmin(np.fmax(cz, zeros), np.full(rho.shape, h))
+    off_axial = cz - nearest_z
+    gap = np.sqrt(off_radial * off_radial + off_axial * off_axial)
+    inverse_gap, inverse_rho = 1.0 / gap, 1.0 / rho
+    radial = off_radial * inverse_gap * inverse_rho  # the normal's radial part, over rho
+    nearest = (rho - off_radial) * inverse_rho  # the nearest point's rho, over rho
+    point = [nearest * cx, nearest * cy, nearest_z]
+    normal = [radial * cx, radial * cy, off_axial * inverse_gap]
+    odd = np.flatnonzero((gap == 0.0) | (rho == 0.0))
+    if len(odd):
+        _redo(point, normal, odd, _contact_capped_odd(cx[odd], cy[odd], cz[odd], r, h))
+    return point, normal
+
+
+def _contact_tube(cx, cy, cz, dx, dy, r, h, reach):
+    """Nearest point of the tube to the centre and the normal toward the centre; centres on
+    the wall (a zero radius: a ray) or on the axis are redone by _contact_tube_odd."""
+    rho = np.sqrt(cx * cx + cy * cy)
+    nearest_z = np.fmin(np.fmax(cz, np.zeros(rho.shape)), np.full(rho.shape, h))
+    off_radial, off_axial = rho - r, cz - nearest_z
+    gap = np.sqrt(off_radial * off_radial + off_axial * off_axial)
+    inverse_gap, inverse_rho = 1.0 / gap, 1.0 / rho
+    radial = off_radial * inverse_gap * inverse_rho
+    point = [r * inverse_rho * cx, r * inverse_rho * cy, nearest_z]
+    normal = [radial * cx, radial * cy, off_axial * inverse_gap]
+    odd = np.flatnonzero((gap == 0.0) | (rho == 0.0) | (reach == 0.0))
+    if len(odd):
+        parts = (cx[odd], cy[odd], cz[odd], dx[odd], dy[odd])
+        _redo(point, normal, odd, _contact_tube_odd(*parts, r, h, reach[odd]))
+    return point, normal
+
+
+def _redo(point, normal, rows, redone):
+    for full, part in zip(point + normal, redone[0] + redone[1]):
+        full[rows] = part
+
+
 def _radial_unit(cx, cy, rho):
     """(cx, cy) / rho, and (1, 0) on the axis."""
     on_axis = rho == 0.0
@@ -295,9 +370,9 @@ def _radial_unit(cx, cy, rho):
     return cx * scale + on_axis, cy * scale
 
 
-def _contact_capped(cx, cy, cz, r, h):
-    """Nearest point of the solid cylinder to the centre and the normal toward the centre;
-    for a centre inside (or on) the solid, the nearest boundary point and its face's normal."""
+def _contact_capped_odd(cx, cy, cz, r, h):
+    """_contact_capped for centres inside or on the solid (the nearest boundary point and its
+    face's normal) or on the axis (radial direction (1, 0) of the frame)."""
     rho = np.sqrt(cx * cx + cy * cy)
     ex, ey = _radial_unit(cx, cy, rho)
     nearest_rho = np.minimum(rho, r)
@@ -320,9 +395,9 @@ def _contact_capped(cx, cy, cz, r, h):
     return point, [normal_radial * ex, normal_radial * ey, normal_axial]
 
 
-def _contact_tube(cx, cy, cz, dx, dy, r, h, reach):
-    """Nearest point of the tube to the centre and the normal toward the centre; for a
-    centre on the wall (a zero radius: a ray), the wall's normal facing the cast."""
+def _contact_tube_odd(cx, cy, cz, dx, dy, r, h, reach):
+    """_contact_tube for centres on the wall (the wall's normal facing the cast) or on the
+    axis (radial direction (1, 0) of the frame)."""
     rho = np.sqrt(cx * cx + cy * cy)
     ex, ey = _radial_unit(cx, cy, rho)
     nearest_z = np.clip(cz, 0.0, h)
