@@ -17,19 +17,21 @@ from common import print_table, rate, rays_toward
 from core import Cylinder, raycast, sphere_cast
 
 N = 100_000
-REPEAT = 20
+ROUNDS = 8
+BLOCK = 5
 
 
-def interleaved_best(first, second, repeat=REPEAT):
+def interleaved_best(first, second, rounds=ROUNDS, block=BLOCK):
     """Best CPU times (process_time: the VM's 2 cores are shared, and wall time mostly
-    measured the neighbours) of two functions timed alternately, so both see the same
-    conditions."""
+    measured the neighbours) of two functions, timed in alternating blocks of calls so both
+    see the same conditions (a block warms the allocator for its own temporaries)."""
     best = [np.inf, np.inf]
-    for _ in range(repeat):
+    for _ in range(rounds):
         for slot, function in enumerate((first, second)):
-            start = time.process_time()
-            function()
-            best[slot] = min(best[slot], time.process_time() - start)
+            for _ in range(block):
+                start = time.process_time()
+                function()
+                best[slot] = min(best[slot], time.process_time() - start)
     return best
 
 

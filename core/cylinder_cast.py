@@ -55,12 +55,13 @@ def sphere_cast_cylinder(cylinder, start, direction, radius):
     # point at or after 0 is in M (between the caps, or over a cap for the solid; in the
     # shell for the tube), it is the answer, overlapping starts included.
     outer_enter, outer_leave = line.radial_interval(r + reach)
-    enter = np.maximum(outer_enter, line.slab_enter(-reach, h + reach))
-    leave = np.minimum(outer_leave, line.slab_leave(-reach, h + reach))
+    slab_enter, slab_leave = line.slab_interval(-reach, h + reach)
+    enter, leave = np.maximum(outer_enter, slab_enter), np.minimum(outer_leave, slab_leave)
     zeros = np.zeros(enter.shape)  # (fmax against an array is 2x faster than a scalar)
     first = np.fmax(enter, zeros)
-    x, y, z = line.x0 + first * line.dx, line.y0 + first * line.dy, line.z0 + first * line.dz
-    rho_squared = x * x + y * y
+    z = line.z0 + first * line.dz
+    s = first - line.closest
+    rho_squared = line.speed_squared * s * s + line.miss_squared
     between_caps = (z >= 0.0) & (z <= h)
     if cylinder.capped:
         settled = between_caps | (rho_squared <= r * r)
@@ -103,15 +104,13 @@ class _Line:
     def __init__(self, x0, y0, z0, dx, dy, dz, reach):
         self.x0, self.y0, self.z0, self.dx, self.dy, self.dz = x0, y0, z0, dx, dy, dz
         self.reach = reach
-        self.speed_squared = dx * dx + dy * dy
+        self.speed_squared = dx * dx + dy * dy  # a^2
         self.along_axis = self.speed_squared == 0.0
         self.any_along_axis = self.along_axis.any()
-        self.inverse_speed = 1.0 / at_least(np.sqrt(self.speed_squared), 1e-300)
-        ux, uy = dx * self.inverse_speed, dy * self.inverse_speed
-        closest = -(x0 * ux + y0 * uy)
-        px, py = x0 + closest * ux, y0 + closest * uy
+        self.inverse_speed_squared = 1.0 / at_least(self.speed_squared, 1e-300)
+        self.closest = -(x0 * dx + y0 * dy) * self.inverse_speed_squared
+        px, py = x0 + self.closest * dx, y0 + self.closest * dy
         self.miss_squared = px * px + py * py  # b^2
-        self.closest = closest * self.inverse_speed
         self.parallel = dz == 0.0
         self.any_parallel = self.parallel.any()
         self.inverse_dz = 1.0 / (dz + self.parallel) if self.any_parallel else 1.0 / dz
@@ -122,7 +121,7 @@ class _Line:
 
     def radial_interval(self, radius):
         """[enter, leave] within ``radius`` of the axis; NaN where never, +-inf along it."""
-        half = np.sqrt(radius * radius - self.miss_squared) * self.inverse_speed
+        half = np.sqrt((radius * radius - self.miss_squared) * self.inverse_speed_squared)
         enter, leave = self.closest - half, self.closest + half
         if self.any_along_axis:  # parallel to the axis: all t (or never: NaN stays NaN)
             everywhere = self.along_axis & (half >= 0.0)
@@ -130,22 +129,17 @@ class _Line:
             leave = np.where(everywhere, np.inf, leave)
         return enter, leave
 
-    def _slab(self, low, high, pick, inside_value):
+    def slab_interval(self, low, high):
+        """[enter, leave] with low <= z <= high (empty where enter > leave); all t or never
+        when the line runs parallel to the caps."""
         to_low = (low - self.z0) * self.inverse_dz
         to_high = (high - self.z0) * self.inverse_dz
-        value = pick(to_low, to_high)
-        if not self.any_parallel:
-            return value
-        inside = (self.z0 >= low) & (self.z0 <= high)  # parallel to the caps: all t or never
-        return np.where(self.parallel, np.where(inside, inside_value, -inside_value), value)
-
-    def slab_enter(self, low, high):
-        """First t with low <= z <= high (the slab's interval is empty where it exceeds
-        slab_leave)."""
-        return self._slab(low, high, np.minimum, -np.inf)
-
-    def slab_leave(self, low, high):
-        return self._slab(low, high, np.maximum, np.inf)
+        enter, leave = np.minimum(to_low, to_high), np.maximum(to_low, to_high)
+        if self.any_parallel:
+            inside = (self.z0 >= low) & (self.z0 <= high)
+            enter = np.where(self.parallel, np.where(inside, -np.inf, np.inf), enter)
+            leave = np.where(self.parallel, np.where(inside, np.inf, -np.inf), leave)
+        return enter, leave
 
 
 def _tube_entry(line, r, h, lower):
@@ -153,8 +147,8 @@ def _tube_entry(line, r, h, lower):
     the end planes, skipping the hole rho < r - R, or a rim torus crossed before it."""
     reach = line.reach
     outer_enter, outer_leave = line.radial_interval(r + reach)
-    enter = np.maximum(outer_enter, line.slab_enter(0.0, h))
-    leave = np.minimum(outer_leave, line.slab_leave(0.0, h))
+    slab_enter, slab_leave = line.slab_interval(0.0, h)
+    enter, leave = np.maximum(outer_enter, slab_enter), np.minimum(outer_leave, slab_leave)
     hole = np.maximum(r - reach, 0.0)
     hole_enter, hole_leave = line.radial_interval(hole)
     # No hole when R >= r; the hole is open: running along its wall is not inside it.
@@ -168,8 +162,9 @@ def _tube_entry(line, r, h, lower):
     for rim, low, high in ((0.0, -reach, 0.0), (h, h, h + reach)):
         # The path's stretch within the rim's layer |z - rim| <= R and radius r + R,
         # before the shell's entry; nothing to find where it stays within the hole.
-        start = np.fmax(np.maximum(outer_enter, line.slab_enter(low, high)), lower)
-        stop = np.fmin(np.minimum(outer_leave, line.slab_leave(low, high)), distance)
+        layer_enter, layer_leave = line.slab_interval(low, high)
+        start = np.fmax(np.maximum(outer_enter, layer_enter), lower)
+        stop = np.fmin(np.minimum(outer_leave, layer_leave), distance)
         crossing = (start < stop) & ~((start > hole_enter) & (stop < hole_leave))
         index = np.flatnonzero(crossing)
         rows.append(index)
@@ -211,9 +206,9 @@ def _torus_entry(line, rim, r, lower, upper, convex):
         split = np.flatnonzero((b2 < r * r * a2 * a2) | (b2 == 0.0))
         if len(split):
             rho_turn = np.cbrt(r * a2[split] * b2[split])
-            half = np.sqrt(np.maximum(rho_turn * rho_turn - b2[split], 0.0))
-            middle_low = line.closest[split] - half * line.inverse_speed[split]
-            middle_high = line.closest[split] + half * line.inverse_speed[split]
+            half = np.maximum(rho_turn * rho_turn - b2[split], 0.0)
+            half = np.sqrt(half * line.inverse_speed_squared[split])
+            middle_low, middle_high = line.closest[split] - half, line.closest[split] + half
             first_high = upper.copy()
             first_high[split] = np.minimum(upper[split], middle_low)
             low, high = lower[split], upper[split]
