@@ -236,17 +236,19 @@ def _torus_entry(line, rim, r, lower, upper, convex):
     rows[_HIGH] = high = np.concatenate(highs)
     rows[_CONVEX] = np.concatenate(kinds)
     is_convex = rows[_CONVEX] == 1.0
-    f_low, _ = _torus_function(rows, low, r)
+    f, slope = _torus_function(rows, low, r)
     tolerance = rows[_TOLERANCE]
-    piece_found = np.where(f_low <= tolerance, low, np.inf)
-    todo = f_low > tolerance
+    piece_found = np.where(f <= tolerance, low, np.inf)
+    todo = f > tolerance
+    start = low
     if not convex:  # a concave piece positive at its left end has a root only if F(high) <= 0
-        f_high, _ = _torus_function(rows, high, r)
+        f_high, slope_high = _torus_function(rows, high, r)
         todo &= is_convex | (f_high <= tolerance)
+        start = np.where(is_convex, low, high)
+        f, slope = np.where(is_convex, f, f_high), np.where(is_convex, slope, slope_high)
     todo = np.flatnonzero(todo)
-    if len(todo):
-        start = np.where(is_convex[todo], low[todo], high[todo])
-        piece_found[todo] = _newton(rows[:, todo], start, r)
+    if len(todo):  # Newton from the start, whose F and slope are known
+        piece_found[todo] = _newton(rows[:, todo], start[todo], r, f[todo], slope[todo])
     found = np.full(n, np.inf)
     offset = 0
     for rows in owners:  # a row appears once per piece
@@ -272,16 +274,18 @@ def _torus_function(rows, t, r):
     return f, 2.0 * (off * (a2s / (rho + 1e-300)) + zeta * rows[_DZ])
 
 
-def _newton(rows, t, r):
+def _newton(rows, t, r, f, slope):
     """Monotone Newton from the root's side: rightward from a convex piece's left end (F > 0),
-    leftward from a concave piece's right end (F <= 0). A convex piece whose slope stops
-    pointing down, or whose step leaves the piece, has no root: inf."""
+    leftward from a concave piece's right end (F <= 0), given F and its slope at the start.
+    A convex piece whose slope stops pointing down, or whose step leaves the piece, has no
+    root: inf."""
     result = np.full(len(t), np.inf)
     active = np.arange(len(t))  # rows of ``result`` still iterating (some may have stopped)
     alive = np.ones(len(t), dtype=bool)
     all_convex = (rows[_CONVEX] == 1.0).all()
-    for _ in range(NEWTON_STEPS):
-        f, slope = _torus_function(rows, t, r)
+    for iteration in range(NEWTON_STEPS):
+        if iteration:  # (the caller evaluated the start)
+            f, slope = _torus_function(rows, t, r)
         step = f / slope
         after = t - step
         tolerance = rows[_TOLERANCE]
