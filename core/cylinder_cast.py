@@ -17,13 +17,20 @@ as for rays, and slabs). A torus is a quartic in t; rather than solving the quar
 its inside as ``F(t) = (rho - r)^2 + (z - c)^2 - R^2 <= 0``. Key step: with
 ``rho(t) = sqrt(a^2 s^2 + b^2)`` (s = t - t_closest, a the radial speed, b the radial miss
 distance, |u| = 1), ``F'' = 2 - 2 r rho'' = 2 - 2 r a^2 b^2 / rho^3``, which only grows with
-|s|: F is convex, then concave on the symmetric interval where ``rho^3 < r a^2 b^2``, then
-convex again. Newton's tangent never crosses the root from the left end of a convex piece
-nor from the right end of a concave one, so each piece in turn gives its first root or
-proves it has none (a convex piece whose slope turns non-negative, a concave piece positive
-at both ends). The iteration is monotone, quadratic at transversal contacts and linear at
-tangent ones. Only casts whose path crosses a rim layer (|z - c| <= R within radius r + R)
-before the straight pieces' entry pay for the tori.
+|s|: F is convex, then concave on the symmetric interval where ``rho^3 < r a^2 b^2`` (only
+when b < r a^2), then convex again; and F'' <= 2 everywhere. Newton's tangent never crosses
+the root from the left end of a convex piece nor from the right end of a concave one, so
+each piece gives its first root or proves it has none (a convex piece whose slope turns
+non-negative, a concave piece positive at both ends). The iteration is monotone, quadratic
+at transversal contacts and linear at tangent ones; a convex step of length s lands where
+0 <= F <= s^2 (F'' <= 2), which ends it without another evaluation.
+
+Fast path: M lies in the box rho <= r + R, -R <= z <= h + R, so where the box's first point
+is in M it is the answer (most casts). A capped cylinder's box is M but for its corners past
+the rims; a cast entering a corner meets that rim's torus first (leaving the corner toward
+the cylinder crosses it), where F is convex (rho >= r): one piece. An open tube's casts that
+enter through its ends or hole take the whole path: the shell skipping the hole, and the
+tori only where the path crosses a rim layer before the shell outside the hole.
 """
 
 from __future__ import annotations
