@@ -488,3 +488,27 @@ def test_property_every_cast_satisfies_the_oracle(start, end, reach, radius, cap
     shape = Cylinder(p0, p1, radius, capped=capped)
     casts = sphere_cast(shape, start[None], end[None], reach)
     check_casts(casts, start[None], end[None], reach, p0, p1, radius, capped)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    angle=st.floats(0, 2 * np.pi),
+    top=st.booleans(),
+    offset=arrays(np.float64, 2, elements=st.floats(-2, 2)),
+    direction=arrays(np.float64, 3, elements=st.floats(-1, 1)),
+    reach=st.floats(1e-6, 3.0),
+    capped=st.booleans(),
+)
+def test_property_casts_past_a_rim_satisfy_the_oracle(angle, top, offset, direction, reach, capped):
+    """Casts through points within 2R of a rim circle (radially and axially), any direction:
+    the rim tori's territory, inside and outside the tube."""
+    r, h = 0.7, 1.6
+    radial = np.array([np.cos(angle), np.sin(angle), 0.0])
+    through = (r + offset[0] * reach) * radial + [0, 0, (h if top else 0.0) + offset[1] * reach]
+    if np.linalg.norm(direction) < 1e-3:
+        direction = np.array([0.0, 0.0, -1.0])
+    unit = direction / np.linalg.norm(direction)
+    starts, ends = (through - 3 * unit)[None], (through + 3 * unit)[None]
+    p0, p1 = np.zeros(3), np.array([0, 0, h])
+    casts = sphere_cast(Cylinder(p0, p1, r, capped=capped), starts, ends, reach)
+    check_casts(casts, starts, ends, reach, p0, p1, r, capped)
