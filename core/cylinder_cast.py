@@ -225,38 +225,47 @@ def _torus_entry(line, rim, r, lower, upper, convex):
                 (np.maximum(low, middle_low), np.minimum(high, middle_high), 0.0, split),
                 (np.maximum(low, middle_high), high, 1.0, split),
             ]
-    owners = []
-    lows, highs, kinds = [], [], []
+    owners, lows, highs, kinds = [], [], [], []
     for low, high, kind, rows in pieces:
-        keep = np.flatnonzero(low <= high)
-        owners.append(rows[keep])
-        lows.append(low[keep])
-        highs.append(high[keep])
-        kinds.append(np.full(len(keep), kind))
-    owner = np.concatenate(owners)
+        keep = low <= high
+        if keep.all():  # (gathers are dear: only where something is left out)
+            owners.append(rows)
+        else:
+            keep = np.flatnonzero(keep)
+            owners.append(rows[keep])
+            low, high = low[keep], high[keep]
+        lows.append(low)
+        highs.append(high)
+        kinds.append(np.full(len(low), kind))
+    owner = owners[0] if len(owners) == 1 else np.concatenate(owners)
+    whole = len(owner) == n and owner is pieces[0][3]  # the rows as they are
     # Per piece: the torus function's coefficients, the tolerance and the piece's ends.
     rows = np.empty((_ROWS, len(owner)))
-    rows[:_LOW] = np.stack(
-        (line.closest, line.speed_squared, line.miss_squared, line.z0 - rim, line.dz)
-        + (reach * reach, tolerance)
-    )[:, owner]
-    rows[_LOW] = low = np.concatenate(lows)
-    rows[_HIGH] = high = np.concatenate(highs)
+    per_row = (line.closest, line.speed_squared, line.miss_squared, line.z0 - rim, line.dz)
+    for row, values in enumerate(per_row + (reach * reach, tolerance)):
+        rows[row] = values if whole else values[owner]
+    rows[_LOW] = low = lows[0] if len(lows) == 1 else np.concatenate(lows)
+    rows[_HIGH] = high = highs[0] if len(highs) == 1 else np.concatenate(highs)
     rows[_CONVEX] = np.concatenate(kinds)
-    is_convex = rows[_CONVEX] == 1.0
     f, slope = _torus_function(rows, low, r)
     tolerance = rows[_TOLERANCE]
     piece_found = np.where(f <= tolerance, low, np.inf)
     todo = f > tolerance
     start = low
     if not convex:  # a concave piece positive at its left end has a root only if F(high) <= 0
+        is_convex = rows[_CONVEX] == 1.0
         f_high, slope_high = _torus_function(rows, high, r)
         todo &= is_convex | (f_high <= tolerance)
         start = np.where(is_convex, low, high)
         f, slope = np.where(is_convex, f, f_high), np.where(is_convex, slope, slope_high)
-    todo = np.flatnonzero(todo)
-    if len(todo):  # Newton from the start, whose F and slope are known
-        piece_found[todo] = _solve(rows[:, todo], start[todo], r, f[todo], slope[todo])
+    if todo.all():
+        piece_found = _solve(rows, start, r, f, slope)
+    else:
+        todo = np.flatnonzero(todo)
+        if len(todo):  # Newton from the start, whose F and slope are known
+            piece_found[todo] = _solve(rows[:, todo], start[todo], r, f[todo], slope[todo])
+    if len(owners) == 1 and whole:
+        return piece_found
     found = np.full(n, np.inf)
     offset = 0
     for rows in owners:  # a row appears once per piece
