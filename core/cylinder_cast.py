@@ -217,6 +217,10 @@ def _torus_entry(line, rim, r, lower, upper, convex):
             half = np.maximum(rho_turn * rho_turn - b2[split], 0.0)
             half = np.sqrt(half * line.inverse_speed_squared[split])
             middle_low, middle_high = line.closest[split] - half, line.closest[split] + half
+            # Only a stretch reaching into the middle needs three pieces.
+            reaches = np.flatnonzero((lower[split] < middle_high) & (upper[split] > middle_low))
+            split, middle_low, middle_high = (x[reaches] for x in (split, middle_low, middle_high))
+        if len(split):
             first_high = upper.copy()
             first_high[split] = np.minimum(upper[split], middle_low)
             low, high = lower[split], upper[split]
@@ -252,12 +256,12 @@ def _torus_entry(line, rim, r, lower, upper, convex):
     piece_found = np.where(f <= tolerance, low, np.inf)
     todo = f > tolerance
     start = low
-    if not convex:  # a concave piece positive at its left end has a root only if F(high) <= 0
-        is_convex = rows[_CONVEX] == 1.0
-        f_high, slope_high = _torus_function(rows, high, r)
-        todo &= is_convex | (f_high <= tolerance)
-        start = np.where(is_convex, low, high)
-        f, slope = np.where(is_convex, f, f_high), np.where(is_convex, slope, slope_high)
+    concave = np.flatnonzero(rows[_CONVEX] == 0.0) if not convex else ()
+    if len(concave):  # a concave piece positive at its left end has a root only if F(high) <= 0
+        f_high, slope_high = _torus_function(rows[:, concave], high[concave], r)
+        todo[concave] &= f_high <= tolerance[concave]
+        start = low.copy()
+        start[concave], f[concave], slope[concave] = high[concave], f_high, slope_high
     if todo.all():
         piece_found = _solve(rows, start, r, f, slope)
     else:
