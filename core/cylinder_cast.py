@@ -311,6 +311,12 @@ def _solve(rows, t, r, f, slope):
         # Concave: F <= 0 all the way; within the tolerance, or stuck (rounding): the root.
         settled = (f_at <= tolerance) if convex else ((f_at >= -tolerance) | ~moved)
         found[index[settled]] = at[settled]
+        if convex:  # one more step that lands within the tolerance (see _newton) ends it
+            step = f_at / slope_at
+            after = at - step
+            landed = ~settled & (after > at) & (after <= part[_HIGH]) & (step * step <= tolerance)
+            found[index[landed]] = after[landed]
+            settled |= landed
         going = np.flatnonzero(~settled & moved)
         if len(going):
             found[index[going]] = _newton(
