@@ -49,7 +49,7 @@ EPSILON = np.finfo(np.float64).eps
 def sphere_cast_cylinder(cylinder, start, direction, radius):
     """(distance, point, normal) of a sphere of ``radius`` (per row) cast from ``start``
     along the unit (or zero) ``direction`` against ``cylinder``, component lists in world
-    space; distance inf where it never touches."""
+    space; distance inf or NaN where it never touches."""
     r, h = cylinder.radius, cylinder.height
     relative = [s - p for s, p in zip(start, cylinder.p0)]
     line = _Line(
