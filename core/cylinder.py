@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .cylinder_cast import sphere_cast_cylinder
 from .shapes import as_point, as_positive
 from .sphere import first_entry, line_ball_interval
 from .vectors import at_least, from_frame, linear_combination, plane_basis, signed_infinity
@@ -144,6 +145,33 @@ class Cylinder:
         scale = facing / at_least(np.sqrt(hit_x * hit_x + hit_y * hit_y), 1e-300)
         return distance, from_frame(
             [hit_x * scale, hit_y * scale, np.zeros_like(hit_x)], self.frame
+        )
+
+    def _sphere_cast_components(self, start, direction, radius):
+        return sphere_cast_cylinder(self, start, direction, radius)
+
+    def _fold(self, linear, translation):
+        """This cylinder placed by ``x -> linear x + translation`` as a cylinder of its own
+        kind, when the placement scales along the axis and uniformly across it (times a
+        rotation); ValueError saying why not otherwise."""
+        images = [linear @ axis for axis in self.frame]  # across, across, along
+        lengths = [float(np.linalg.norm(image)) for image in images]
+        first, second, along = (image / length for image, length in zip(images, lengths))
+        if abs(lengths[0] - lengths[1]) > 1e-9 * max(lengths[:2]) or abs(first @ second) > 1e-9:
+            raise ValueError(
+                "sphere_cast needs a placed cylinder scaled uniformly across its axis "
+                "(this placement makes its cross-section an ellipse)"
+            )
+        if max(abs(first @ along), abs(second @ along)) > 1e-9:
+            raise ValueError(
+                "sphere_cast needs a placed cylinder whose axis stays perpendicular to its "
+                "cross-section (this placement shears it)"
+            )
+        return Cylinder(
+            linear @ self.p0 + translation,
+            linear @ self.p1 + translation,
+            self.radius * lengths[0],
+            capped=self.capped,
         )
 
 

@@ -6,7 +6,9 @@ distance along the unit local direction is ``t_local = s t_world``: divide by ``
 way back, multiply ``max_distance`` by ``s`` on the way in. Normals are covectors and go
 back through the inverse transpose ``L^-T``, then are re-normalized. A sphere cast keeps its
 shape only under a similarity (``L = k Q``, Q orthogonal); then radii and lengths scale by
-``1/k`` into local space and distances by ``k`` out of it.
+``1/k`` into local space and distances by ``k`` out of it. A shape with ``_fold`` instead
+takes the placement into its own parameters where that leaves a shape of its kind (a
+cylinder scaled along its axis and uniformly across), and is cast against in world space.
 """
 
 from __future__ import annotations
@@ -81,19 +83,33 @@ class Placed:
     def _check_sphere_cast(self):
         if not hasattr(self.shape, "_sphere_cast_components"):
             raise ValueError(
-                f"sphere_cast supports Sphere targets (optionally Placed); "
+                f"sphere_cast supports Sphere and Cylinder targets (optionally Placed); "
                 f"got Placed {type(self.shape).__name__}"
             )
         inner_check = getattr(self.shape, "_check_sphere_cast", None)
         if inner_check is not None:
             inner_check()
-        if self.uniform_scale is None:
+        if self._folded() is None and self.uniform_scale is None:
             raise ValueError(
                 "sphere_cast needs a placement without non-uniform scale "
                 "(a swept sphere does not stay a sphere under it)"
             )
 
+    def _folded(self):
+        """The shape with this placement folded into its parameters, for a shape that can
+        take it (``_fold``: a cylinder scaled along its axis and uniformly across stays a
+        cylinder), else None. The shape's ValueError says why a placement does not fold."""
+        fold = getattr(self.shape, "_fold", None)
+        if fold is None:
+            return None
+        if not hasattr(self, "_folded_shape"):
+            self._folded_shape = fold(self.linear, self.translation)
+        return self._folded_shape
+
     def _sphere_cast_components(self, start, direction, radius):
+        folded = self._folded()
+        if folded is not None:  # already in world space
+            return folded._sphere_cast_components(start, direction, radius)
         k = self.uniform_scale  # L = k Q: lengths shrink by k into local space
         relative = [s - t for s, t in zip(start, self.translation)]
         local_start = [linear_combination(row, relative) for row in self.inverse_linear]

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from core import Cylinder, Placed, Sphere, raycast, sphere_cast
+from core import Heightfield, Placed, Sphere, raycast, sphere_cast
 
 CENTER = np.array([0.5, -0.25, 1.0])
 RADIUS = 1.2
@@ -142,12 +142,11 @@ def test_non_uniform_placement_and_unsupported_targets_raise():
         sphere_cast(
             Placed(Sphere((0, 0, 0), 1), np.diag([1, 2, 1, 1.0])), [0, 0, 5], [0, 0, -5], 0.1
         )
-    with pytest.raises(ValueError, match="supports Sphere targets.*Cylinder"):
-        sphere_cast(Cylinder((0, 0, 0), (0, 0, 1), 1), [0, 0, 5], [0, 0, -5], 0.1)
-    with pytest.raises(ValueError, match="supports Sphere targets.*Cylinder"):
-        sphere_cast(
-            Placed(Cylinder((0, 0, 0), (0, 0, 1), 1), np.eye(4)), [0, 0, 5], [0, 0, -5], 0.1
-        )
+    terrain = Heightfield(np.zeros((3, 3)), spacing=(1, 1), origin=(0, 0))
+    with pytest.raises(ValueError, match="supports Sphere and Cylinder targets.*Heightfield"):
+        sphere_cast(terrain, [0, 0, 5], [0, 0, -5], 0.1)
+    with pytest.raises(ValueError, match="supports Sphere and Cylinder targets.*Heightfield"):
+        sphere_cast(Placed(terrain, np.eye(4)), [0, 0, 5], [0, 0, -5], 0.1)
     with pytest.raises(ValueError, match="radius"):
         sphere_cast(Sphere((0, 0, 0), 1), [0, 0, 5], [0, 0, -5], -0.1)
 
