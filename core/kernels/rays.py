@@ -116,11 +116,14 @@ def normal_to_world(placement, nx, ny, nz):
 
 
 @njit(inline="always")
-def store_ray_hit(hit, distance, point, normal, i, t, nx, ny, nz, ox, oy, oz, ux, uy, uz, limit):
+def store_ray_hit(
+    hit, distance, point, normal, i, t, nx, ny, nz, ox, oy, oz, ux, uy, uz, limit, solid
+):
     """Write ray ``i``'s result: a hit when 0 <= t <= limit (t is inf or NaN for a miss), at
-    t = 0 with normal -direction; a miss as inf distance and NaN point and normal."""
+    t = 0 with normal -direction on a solid (a surface keeps its normal); a miss as inf
+    distance and NaN point and normal."""
     if t <= limit and t < INF:
-        if t == 0.0:
+        if t == 0.0 and solid:
             nx, ny, nz = -ux, -uy, -uz
         hit[i] = True
         distance[i] = t

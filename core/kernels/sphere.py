@@ -111,6 +111,7 @@ def raycast(arguments, placement, origins, directions, max_distance, out, start,
             uy,
             uz,
             max_distance[i * step],
+            True,
         )
     return bad
 
