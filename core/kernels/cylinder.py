@@ -103,7 +103,7 @@ def ray_cylinder(p0, frame, height, radius, capped, ox, oy, oz, ux, uy, uz):
 def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
     p0, frame, height, radius, capped = arguments
     hit, distance, point, normal = out
-    block = np.empty((10, BLOCK))
+    block = np.empty((11, BLOCK))
     bad = 0
     for begin in range(start, stop, BLOCK):
         count = min(BLOCK, stop - begin)

@@ -195,13 +195,13 @@ def write_ray_hits(block, begin, count, max_distance, solid, hit, distance, poin
     0 <= t <= limit (t is inf or NaN for a miss), at t = 0 with normal -direction on a solid
     (a surface keeps its normal); a miss as inf distance and NaN point and normal.
     Branch-free (a gate of 1 or NaN, as core/rays.py): hits and misses mix at random."""
-    step = 1 if max_distance.shape[0] > 1 else 0  # one limit per ray or one for all
+    read_values(max_distance, begin, count, block, 10)
     for j in range(count):
         i = begin + j
         t = block[6, j]
         ux, uy, uz = block[3, j], block[4, j], block[5, j]
         nx, ny, nz = block[7, j], block[8, j], block[9, j]
-        found = t <= max_distance[i * step] and t < INF
+        found = t <= block[10, j] and t < INF
         at_origin = t == 0.0 and solid
         nx, ny, nz = (-ux, -uy, -uz) if at_origin else (nx, ny, nz)
         gate = 1.0 if found else NAN

@@ -87,7 +87,7 @@ def cast_sphere(center, radius, sx, sy, sz, ux, uy, uz, cast_radius, dimension):
 def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
     center, radius, _ = arguments
     hit, distance, point, normal = out
-    block = np.empty((10, BLOCK))
+    block = np.empty((11, BLOCK))
     bad = 0
     for begin in range(start, stop, BLOCK):
         count = min(BLOCK, stop - begin)
