@@ -70,7 +70,7 @@ def ray_in_block(block, j):
     3-5 for write_ray_hits) and whether the ray is valid (finite, non-zero direction)."""
     ox, oy, oz = block[0, j], block[1, j], block[2, j]
     dx, dy, dz = block[3, j], block[4, j], block[5, j]
-    ux, uy, uz = unit(dx, dy, dz)
+    ux, uy, uz, _ = scaled_unit(dx, dy, dz)
     block[3, j], block[4, j], block[5, j] = ux, uy, uz
     valid = finite(ox, oy, oz) and finite(dx, dy, dz) and (dx != 0 or dy != 0 or dz != 0)
     return ox, oy, oz, ux, uy, uz, valid
@@ -83,37 +83,20 @@ def keep_hit(block, j, t, nx, ny, nz):
 
 
 @njit(inline="always", error_model="numpy")
-def larger(a, b):
-    """max(a, b) as a select (numba's max() has branches that keep LLVM from vectorizing);
-    a NaN ``a`` gives ``b``, like np.fmax(a, b)."""
-    return a if a > b else b
-
-
-@njit(inline="always", error_model="numpy")
-def smaller(a, b):
-    """min(a, b) as a select; a NaN ``a`` gives ``b``."""
-    return a if a < b else b
-
-
-@njit(inline="always", error_model="numpy")
 def scaled_unit(x, y, z):
     """Unit vector and length as unit_rows: scaled by the largest component first, so
     nothing under- or overflows when squared; a zero vector gives (0, 0, 0) and length 0.
-    (Multiplied by the reciprocal of the scale, not divided: equal to rounding.)"""
-    scale = larger(larger(abs(x), abs(y)), abs(z))
+    (Multiplied by the reciprocal of the scale, not divided: equal to rounding.) Used for
+    every direction: unit_components takes this path only for extreme lengths, but
+    branch-free code is what LLVM vectorizes; the two agree to rounding."""
+    ax, ay, az = abs(x), abs(y), abs(z)
+    scale = ax if ax > ay else ay  # selects, not max(): numba's max() stops SIMD
+    scale = scale if scale > az else az
     inverse_scale = 1.0 / scale if scale > 0.0 else 0.0
     x, y, z = x * inverse_scale, y * inverse_scale, z * inverse_scale
     length = np.sqrt(x * x + y * y + z * z)
     inverse = 1.0 / length if length > 0.0 else 0.0
     return x * inverse, y * inverse, z * inverse, length * scale
-
-
-@njit(inline="always", error_model="numpy")
-def unit(x, y, z):
-    """The unit vector along (x, y, z), (0, 0, 0) for a zero vector; scaled first like
-    unit_rows, which unit_components takes only for extreme lengths: branch-free, the same
-    to rounding."""
-    return scaled_unit(x, y, z)[:3]
 
 
 @njit(inline="always", error_model="numpy")
@@ -155,7 +138,7 @@ def normal_to_world(placement, nx, ny, nz):
     if placement is None:
         return nx, ny, nz
     x, y, z = transform_transposed(placement[0], nx, ny, nz)
-    return unit(x, y, z)
+    return scaled_unit(x, y, z)[:3]
 
 
 @njit(inline="always", error_model="numpy")

@@ -16,7 +16,6 @@ from .rays import (
     finite,
     keep_cast,
     keep_hit,
-    larger,
     normal_to_world,
     ray_in_block,
     read_block,
@@ -44,7 +43,8 @@ def ball_entry(mx, my, mz, ux, uy, uz, radius):
     half_chord = np.sqrt(half_chord_squared)
     if not closest + half_chord >= 0.0:
         return INF  # the ball lies behind the origin
-    return larger(closest - half_chord, 0.0)
+    entry = closest - half_chord
+    return entry if entry > 0.0 else 0.0
 
 
 @njit(inline="always", error_model="numpy")
