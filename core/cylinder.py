@@ -1,4 +1,4 @@
-"""Ray vs a finite, capped, solid cylinder from ``p0`` to ``p1``.
+"""Ray vs a finite cylinder from ``p0`` to ``p1``: a capped solid, or an open tube (a surface).
 
 Math. Split everything along the unit axis ``w``: a point ``x`` has height
 ``z = (x - p0).w`` and radial part ``q = (x - p0) - z w``. The solid is the intersection of
@@ -10,6 +10,15 @@ and starts within the radius), solved like the sphere with the closest approach 
 The solid's interval is their overlap [max(enters), min(leaves)]; the hit is its first
 point at or after 0. Whichever interval set the entry decides the normal: the cap's
 ``-sign(d.w) w`` or the radial direction. Rays through the rim give enter == leave: a hit.
+
+Open tube (``capped=False``): only the side wall between the cap planes, a surface with no
+inside. The line meets the infinite cylinder's wall at the two ends of the same interval,
+``side_enter`` and ``side_leave``; each is a hit when it lies at or after 0 and between the
+cap planes, and the first such is the answer. The radial normal is turned to face the ray
+(``n.d <= 0``: from inside the tube it points inward). A ray parallel to the axis never
+crosses the wall (it passes through, or runs along the wall, a zero-measure graze counted
+as a miss). An origin on the wall (``| |q| - r | <= 2^-40 r``) is a hit at 0 because the
+wall is there, not because anything is inside: its normal still faces the ray.
 
 The work happens in the cylinder's frame (u, v, w), where the radial problem is 2D. For an
 axis-aligned cylinder (what Blender's cylinders map to) the frame only picks components.
@@ -23,13 +32,17 @@ from .shapes import as_point, as_positive
 from .sphere import first_entry, line_ball_interval
 from .vectors import at_least, from_frame, linear_combination, plane_basis, signed_infinity
 
+# An origin within this fraction of the radius from an open tube's wall is on the wall.
+ON_WALL = 2.0**-40
+
 
 class Cylinder:
-    """A solid capped cylinder of ``radius`` whose axis runs from ``p0`` to ``p1``."""
+    """A cylinder of ``radius`` whose axis runs from ``p0`` to ``p1``: a capped solid, or
+    with ``capped=False`` an open tube (the side wall only, hit from either side)."""
 
     dimension = 3
 
-    def __init__(self, p0, p1, radius):
+    def __init__(self, p0, p1, radius, capped=True):
         self.p0 = as_point("p0", p0, (3,))
         self.p1 = as_point("p1", p1, (3,))
         self.radius = as_positive("radius", radius)
@@ -39,9 +52,16 @@ class Cylinder:
             raise ValueError(f"p0 and p1 must differ, both are {self.p0.tolist()}")
         self.axis = axis / self.height
         self.frame = frame_around(self.axis)
+        if not isinstance(capped, (bool, np.bool_)):
+            raise ValueError(f"capped must be True or False, got {capped!r}")
+        self.capped = bool(capped)
+        self.solid = self.capped  # an open tube is a surface: no inside, no distance-0 rule
 
     def __repr__(self):
-        return f"Cylinder(p0={self.p0.tolist()}, p1={self.p1.tolist()}, radius={self.radius})"
+        capped = "" if self.capped else ", capped=False"
+        return (
+            f"Cylinder(p0={self.p0.tolist()}, p1={self.p1.tolist()}, radius={self.radius}{capped})"
+        )
 
     def _intersect_components(self, origin, direction, max_distance):
         relative = [o - p for o, p in zip(origin, self.p0)]
@@ -63,6 +83,8 @@ class Cylinder:
         )
         side_enter = side_enter * inverse_a
         side_leave = side_leave * inverse_a
+        if not self.capped:
+            return self._tube(x0, y0, z0, dx, dy, dz, side_enter, side_leave, along_axis)
         if any_along_axis:
             side_enter = np.minimum(side_enter, signed_infinity(along_axis))
             side_leave = np.maximum(side_leave, -signed_infinity(along_axis))
@@ -96,6 +118,27 @@ class Cylinder:
         cap_normal = through_cap * ((dz < 0.0) * 2.0 - 1.0)
         return distance, from_frame(
             [hit_x * radial_scale, hit_y * radial_scale, cap_normal], self.frame
+        )
+
+    def _tube(self, x0, y0, z0, dx, dy, dz, side_enter, side_leave, along_axis):
+        """First wall crossing of the open tube (frame coordinates; see the module
+        docstring): side_enter or side_leave, at or after 0 and between the cap planes."""
+        r = self.radius
+        on_wall = (np.abs(np.sqrt(x0 * x0 + y0 * y0) - r) <= ON_WALL * r) & (z0 >= 0.0)
+        on_wall &= z0 <= self.height
+        distance = np.full(x0.shape, np.inf)
+        for root in (side_leave, side_enter):  # the later write wins: the first root
+            z = z0 + root * dz
+            wall = (root >= 0.0) & (z >= 0.0) & (z <= self.height) & ~along_axis
+            distance = np.where(wall, root, distance)
+        distance = np.where(on_wall, 0.0, distance)
+        hit_x = x0 + distance * dx
+        hit_y = y0 + distance * dy
+        # Radial normal, turned to face the ray: -sign(q.d) q / |q|.
+        facing = np.where(hit_x * dx + hit_y * dy > 0.0, -1.0, 1.0)
+        scale = facing / at_least(np.sqrt(hit_x * hit_x + hit_y * hit_y), 1e-300)
+        return distance, from_frame(
+            [hit_x * scale, hit_y * scale, np.zeros_like(hit_x)], self.frame
         )
 
 

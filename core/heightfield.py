@@ -1,33 +1,43 @@
-"""Ray vs a heightfield terrain: the solid column under a displaced grid, cast exactly.
+"""Ray vs a heightfield terrain, cast exactly: a solid column or the surface as drawn.
 
 The terrain. ``heights[j, i]`` is z at ``(x0 + i dx, y0 + j dy)``. Work in grid units
 ``U = (x - x0) / dx``, ``V = (y - y0) / dy``; cell (i, j) is ``[i, i+1] x [j, j+1]`` with local
 coordinates ``u = U - i``, ``v = V - j`` and corner heights h00, h10, h01, h11. Its surface
 is two planar triangles split along ``u = v`` (or ``u + v = 1`` where ``diagonals`` is True),
 or the bilinear patch ``h00 + a u + b v + c u v`` (a = h10 - h00, b = h01 - h00,
-c = h00 - h10 - h01 + h11). The solid is everything at or below the surface inside the
-footprint ``[0, nx-1] x [0, ny-1]``, down to -inf.
+c = h00 - h10 - h01 + h11).
 
-Math. Along a ray ``p(t) = o + t d`` let ``g(t) = z(t) - h(U(t), V(t))``: the ray is in the
-solid where ``g <= 0`` inside the footprint, and the hit is the first such t. Clip the ray to
-the footprint box (top at max height; the box entry ``t0`` is a side wall, the top or the
-origin). Inside one cell ``g`` is piecewise linear with at most one kink, where the ray
-crosses the diagonal (``w = u - v`` is linear in t, so the kink is at ``t_m = t_a - w_a /
-w'``); on each piece the first root of a linear function is ``t_a + g(t_a) / -g'``, with no
-cancellation since g(t_a) > 0 > g'. For BILINEAR, ``g(t_a + s) = g0 + g1 s + g2 s^2`` with
-``g2 = -c du dv``: the smallest root in the cell's interval, from the stable quadratic
-``q = -(g1 + sign(g1) sqrt(g1^2 - 4 g2 g0)) / 2``, roots ``q / g2`` and ``g0 / q``.
-Because the surface is continuous and the cells a ray visits cover its whole path, testing
-each visited cell on its closed interval ``[t_enter, t_exit]`` cannot miss: a ray through a
-vertex or along a grid line is tested at that point by the cells on both sides.
+Two models. ``solid=True``: the solid is everything at or below the surface inside the
+footprint ``[0, nx-1] x [0, ny-1]``, down to -inf; a ray's hit is its first point in it (an
+origin inside hits at 0; a ray entering through the side below the edge hits a wall).
+``solid=False``: only the surface as drawn, hit from either side, no walls, nothing inside;
+the normal faces the ray. A ray below the surface is a ray above the mirrored terrain
+(z -> -z, heights -> -heights): the same walk serves both sides, each side with its own
+hierarchy (the mirror's max is minus the min). Which side a ray starts on is fixed once,
+where it enters the footprint's height range: through its top (above), its bottom
+(below), or elsewhere by the sign of z - h there; the walk keeps it, as a ray cannot
+change sides without crossing the surface, which is a hit.
+
+Math. Along a ray ``p(t) = o + t d`` let ``g(t) = z(t) - h(U(t), V(t))``; a ray above the
+surface hits it at the first t with ``g <= 0`` inside the footprint (for the solid that is
+also the first point in the solid). Clip the ray to the footprint box between the heights
+(the box entry ``t0`` is a side wall, the top or the origin). Inside one cell ``g`` is
+piecewise linear with at most one kink, where the ray crosses the diagonal (``w = u - v`` is
+linear in t, so the kink is at ``t_m = t_a - w_a / w'``); on each piece the first root of a
+linear function is ``t_a + g(t_a) / -g'``, with no cancellation since g(t_a) > 0 > g'. For
+BILINEAR, ``g(t_a + s) = g0 + g1 s + g2 s^2`` with ``g2 = -c du dv``: the smallest root in
+the cell's interval, from the stable quadratic ``q = -(g1 + sign(g1) sqrt(g1^2 - 4 g2 g0))
+/ 2``, roots ``q / g2`` and ``g0 / q``. Because the surface is continuous and the cells a
+ray visits cover its whole path, testing each visited cell on its closed interval
+``[t_enter, t_exit]`` cannot miss: a ray through a vertex or along a grid line is tested
+at that point by the cells on both sides.
 
 Walk (EXACT). Amanatides & Woo: a ray in cell i leaves it at ``t = (i + [d > 0] - U0) / du``,
 computed afresh from the integer index each step (no accumulated error; the footprint clip
 and the blocks use the same expression, so a walk never leaves its block or the grid), and
 steps to the neighbour on the axis that leaves first; a tie steps one axis, and the next
 step covers the zero-length remainder. A max hierarchy (Jolt's HeightFieldShape, Tevs et
-al.'s maximum mipmaps) skips empty space. As the solid reaches down to -inf, only maxima
-prune (a ray below a block's min is inside, which the first cell test finds at once):
+al.'s maximum mipmaps) skips empty space above the terrain (and, mirrored, below it):
 * skips: a ray at a point of a node of s x s cells stays within the node's 3 x 3
   neighbourhood for a horizontal travel of s cells, and meets nothing there while above
   the neighbourhood's max, so it may jump to where it comes down to that max or has
@@ -38,14 +48,24 @@ prune (a ray below a block's min is inside, which the first cell test finds at o
 All rays move together, one block or cell step per iteration, and the active set is
 compacted as rays finish, so there is no Python loop over rays.
 
-MARCH keeps seed 004 for comparison: samples half a cell apart along the ray until one lies
-below the terrain, then 32 bisection steps, reading the terrain height afresh at every
-midpoint (the seed compared against a stale height). It misses peaks thinner than a step.
+MARCH keeps seed 004 for comparison (solid only): samples half a cell apart along the ray
+until one lies below the terrain, then 32 bisection steps, reading the terrain height
+afresh at every midpoint (the seed compared against a stale height). It misses peaks
+thinner than a step.
 
-Tolerance. ``g <= tol`` counts as touching, with ``tol = 2^-40`` of the terrain's scale
-(its largest |height|, height range or cell spacing): the ray's z and the height under it at
-a rounded t are off by a few ulps, and a ray that grazes a spike tip, an edge or a flat
-terrain exactly would otherwise be decided by that rounding.
+Tolerance. ``g <= tol`` counts as touching, with a tolerance of each cell's own:
+``tol = 2^-40 max(|h00|, |h10|, |h01|, |h11|, dx, dy)``. The ray's z and the height under
+it at a rounded t are off by a few ulps of the heights there (and of the spacing, the
+scale of a flat terrain at 0), and a ray that grazes a spike tip, an edge or a flat
+terrain exactly would otherwise be decided by that rounding. Being local, a spike of 1e12
+widens the tolerance of its own four cells only: hits elsewhere do not move. The hierarchy
+stores each cell's max + its tolerance (so a node's max bounds every cell test in it), and
+the clip box's top is the largest of these.
+
+Footprint edges. A ray exactly parallel to a grid axis is inside the footprint's extent
+on that axis when its (rounded) grid coordinate is within ``2^-50 (|x0| / dx + |x1| / dx +
+nx)`` of ``[0, nx-1]`` (x1 the last grid line): a vertical ray aimed at the last grid line
+``x0 + (nx-1) dx``, computed in float64, may land a few ulps outside.
 """
 
 from __future__ import annotations
@@ -123,24 +143,87 @@ def _neighbourhood_max(level):
     return level
 
 
-def _block_reduce(heights, block, ufunc):
-    """ufunc (np.maximum/np.minimum) of the vertex heights of each block of cells; a block
-    holds cells [I*block, (I+1)*block) and so vertices I*block ... (I+1)*block inclusive."""
-    reduced = heights
+def _block_reduce(cells, block, ufunc):
+    """ufunc (np.maximum/np.minimum) over each block of block x block cells (the last row
+    or column of blocks may be smaller)."""
+    reduced = cells
     for axis in (1, 0):
-        starts = np.arange(0, reduced.shape[axis] - 1, block)
-        part = ufunc.reduceat(reduced, starts, axis=axis)
-        # reduceat stops before the next start; add that shared boundary vertex line.
-        if axis == 1:
-            part[:, :-1] = ufunc(part[:, :-1], reduced[:, starts[1:]])
-        else:
-            part[:-1] = ufunc(part[:-1], reduced[starts[1:]])
-        reduced = part
+        reduced = ufunc.reduceat(reduced, np.arange(0, reduced.shape[axis], block), axis=axis)
     return np.ascontiguousarray(reduced)
 
 
+def _cell_max(heights):
+    """The largest corner height of each cell, (ny-1, nx-1)."""
+    return np.maximum(
+        np.maximum(heights[:-1, :-1], heights[:-1, 1:]),
+        np.maximum(heights[1:, :-1], heights[1:, 1:]),
+    )
+
+
+class _Terrain:
+    """The terrain as the walk sees it: the heights as given (rays above), or negated for
+    rays below a surface (the mirror image), with each cell's tolerance and the max
+    hierarchy (built on first use)."""
+
+    def __init__(self, heights, cell_tolerance, anti):
+        self.nx = heights.shape[1]
+        self.flat = np.ascontiguousarray(heights).ravel()
+        self.anti = anti
+        self.cell_top = _cell_max(heights) + cell_tolerance
+        self.top = float(self.cell_top.max())  # the clip box's top
+        # Each cell's tolerance at its first vertex's index j nx + i, as the walk gathers.
+        tol = np.zeros(heights.shape)
+        tol[:-1, :-1] = cell_tolerance
+        self.tol = tol.ravel()
+        self._hierarchy = None
+
+    @property
+    def hierarchy(self):
+        """The max hierarchy, built on first use and cached (~20 ms for 1024 x 1024):
+        ``block_max``, the largest cell top (max corner height + the cell's tolerance) of
+        each block of BLOCK x BLOCK cells (flat, row-major); ``reach``, per level l = 0, 1,
+        ... the max over the 3 x 3 neighbourhood of each node of BLOCK 2^l cells, up to the
+        last level that is below the top somewhere (coarser ones skip nothing);
+        ``inner_reach``, the same for nodes of CELL_SKIPS cells. Each level is (size, nodes,
+        stride): the node maxima, padded by a copy of the edge nodes all round and flattened
+        (row stride ``stride``), so that node (I, J) for I, J in [-1, across] x [-1, down] is
+        ``nodes[J * stride + I + stride + 1]`` with no clamping (see _node_tops)."""
+        if self._hierarchy is None:
+
+            def padded(level, size):
+                nodes = np.empty((level.shape[0] + 2, level.shape[1] + 2))
+                nodes[1:-1, 1:-1] = _neighbourhood_max(level)
+                nodes[0], nodes[-1] = nodes[1], nodes[-2]
+                nodes[:, 0], nodes[:, -1] = nodes[:, 1], nodes[:, -2]
+                return size, nodes.ravel(), nodes.shape[1]
+
+            block_max = _block_reduce(self.cell_top, BLOCK, np.maximum)
+            reach, level, size = [], block_max, BLOCK
+            while True:
+                node = padded(level, size)
+                if not reach or node[1].min() < self.top:  # else it skips nothing
+                    reach.append(node)
+                if max(level.shape) <= 3:
+                    break
+                level = _pool_max(level)
+                size *= 2
+            # Below the blocks: nodes of 1, 2, ... BLOCK/2 cells, for the skips that start
+            # the cell walk inside a block.
+            inner_reach, level, size = [], self.cell_top, 1
+            while True:
+                if size in CELL_SKIPS:
+                    inner_reach.append(padded(level, size))
+                size *= 2
+                if size > max(CELL_SKIPS):
+                    break
+                level = _pool_max(level)
+            self._hierarchy = (block_max.ravel(), reach, inner_reach)
+        return self._hierarchy
+
+
 class Heightfield:
-    """A terrain: the solid under a displaced regular grid (see the module docstring).
+    """A terrain over a displaced regular grid (see the module docstring): the solid
+    column under the surface, or with ``solid=False`` the surface alone.
 
     heights: (ny, nx), both >= 2; heights[j, i] is z at (x0 + i dx, y0 + j dy).
     spacing: (dx, dy) > 0 (a scalar for both); origin: (x0, y0).
@@ -148,7 +231,10 @@ class Heightfield:
     "BILINEAR" (the bilinear patch through the cell's corners).
     diagonals: optional bool (ny-1, nx-1) for TRIANGLES: False splits a cell along
     (i, j)-(i+1, j+1), True along (i+1, j)-(i, j+1) (default: all False).
-    method: "EXACT" (the cell walk; never misses) or "MARCH" (seed 004, for comparison).
+    method: "EXACT" (the cell walk; never misses) or "MARCH" (seed 004, for comparison;
+    solid only).
+    solid: True (the solid column under the surface in the footprint, down to -inf) or
+    False (the surface as drawn: hit from either side, no walls, normal facing the ray).
     Hits report the cell (i, j) they lie in (RayHits.cell).
     """
 
@@ -166,6 +252,7 @@ class Heightfield:
         surface="TRIANGLES",
         diagonals=None,
         method="EXACT",
+        solid=True,
     ):
         self.heights = _as_heights(heights)
         self.spacing = as_pair("spacing", spacing, positive=True)
@@ -174,81 +261,64 @@ class Heightfield:
         self.method = as_choice("method", method, METHODS)
         ny, nx = self.heights.shape
         self.diagonals = _as_diagonals(diagonals, (ny - 1, nx - 1))
+        if not isinstance(solid, (bool, np.bool_)):
+            raise ValueError(f"solid must be True or False, got {solid!r}")
+        self.solid = bool(solid)
+        if self.method == "MARCH" and not self.solid:
+            raise ValueError(
+                "method MARCH needs solid=True: its search stops at the first sample below "
+                "the surface, which has no meaning for a surface hit from below; use EXACT"
+            )
         self.zmin = float(self.heights.min())
         self.zmax = float(self.heights.max())
-        scale = max(abs(self.zmin), abs(self.zmax), self.zmax - self.zmin, *self.spacing)
-        self.tolerance = scale * 2.0**-40
-        self._flat = self.heights.ravel()
         self._anti = (
             None
             if self.diagonals is None or not self.diagonals.any()
             else self.diagonals.ravel().astype(np.float64)
         )
-        self._hierarchy = None
+        # Each cell's own tolerance (module docstring): 2^-40 of its largest |corner height|
+        # or the spacing.
+        h = self.heights
+        magnitude = np.maximum(
+            np.maximum(np.abs(h[:-1, :-1]), np.abs(h[:-1, 1:])),
+            np.maximum(np.abs(h[1:, :-1]), np.abs(h[1:, 1:])),
+        )
+        self._cell_tolerance = np.maximum(magnitude, max(self.spacing)) * 2.0**-40
+        self._above = _Terrain(h, self._cell_tolerance, self._anti)
+        self._below = None  # the mirror image, for rays below a surface (built on first use)
+        # A ray exactly parallel to a grid axis may sit a few ulps outside the footprint
+        # when aimed at its first or last grid line (module docstring).
+        self._edge_slack = tuple(
+            2.0**-50 * ((abs(x0) + abs(x0 + (n - 1) * d)) / d + n)
+            for x0, d, n in zip(self.origin, self.spacing, (nx, ny))
+        )
 
     def __repr__(self):
         ny, nx = self.heights.shape
         return (
             f"Heightfield({ny}x{nx} heights, spacing={self.spacing}, origin={self.origin}, "
-            f"surface={self.surface!r}, method={self.method!r})"
+            f"surface={self.surface!r}, method={self.method!r}, solid={self.solid})"
         )
 
     # -- hierarchy -------------------------------------------------------------------------
 
     @property
     def hierarchy(self):
-        """The max hierarchy, built on first use and cached (~20 ms for 1024 x 1024):
-        ``block_max``, the max vertex height of each block of BLOCK x BLOCK cells (flat,
-        row-major); ``reach``, per level l = 0, 1, ... the max over the 3 x 3 neighbourhood
-        of each node of BLOCK 2^l cells, up to the last level that is below the max height
-        somewhere (coarser ones skip nothing); ``inner_reach``, the same for nodes of
-        CELL_SKIPS cells. Each level is (size, nodes, stride): the node maxima plus the
-        tolerance, padded by a copy of the edge nodes all round and flattened (row stride
-        ``stride``), so that node (I, J) for I, J in [-1, across] x [-1, down] is
-        ``nodes[J * stride + I + stride + 1]`` with no clamping (see _node_tops)."""
-        if self._hierarchy is None:
-            tol = self.tolerance
+        """The max hierarchy of the terrain seen from above (see _Terrain.hierarchy)."""
+        return self._above.hierarchy
 
-            def padded(level, size):
-                nodes = np.empty((level.shape[0] + 2, level.shape[1] + 2))
-                np.add(_neighbourhood_max(level), tol, out=nodes[1:-1, 1:-1])
-                nodes[0], nodes[-1] = nodes[1], nodes[-2]
-                nodes[:, 0], nodes[:, -1] = nodes[:, 1], nodes[:, -2]
-                return size, nodes.ravel(), nodes.shape[1]
-
-            block_max = _block_reduce(self.heights, BLOCK, np.maximum)
-            reach, level, size = [], block_max, BLOCK
-            while True:
-                node = padded(level, size)
-                if not reach or node[1].min() < self.zmax:  # else it skips nothing
-                    reach.append(node)
-                if max(level.shape) <= 3:
-                    break
-                level = _pool_max(level)
-                size *= 2
-            # Below the blocks: nodes of 1, 2, ... BLOCK/2 cells, for the skips that start
-            # the cell walk inside a block.
-            h = self.heights
-            inner_reach, level = (
-                [],
-                np.maximum(np.maximum(h[:-1, :-1], h[:-1, 1:]), np.maximum(h[1:, :-1], h[1:, 1:])),
-            )
-            size = 1
-            while True:
-                if size in CELL_SKIPS:
-                    inner_reach.append(padded(level, size))
-                size *= 2
-                if size > max(CELL_SKIPS):
-                    break
-                level = _pool_max(level)
-            self._hierarchy = (block_max.ravel(), reach, inner_reach)
-        return self._hierarchy
+    @property
+    def _mirror(self):
+        """The terrain seen from below: heights negated, with their own max hierarchy."""
+        if self._below is None:
+            self._below = _Terrain(-self.heights, self._cell_tolerance, self._anti)
+        return self._below
 
     # -- the surface -----------------------------------------------------------------------
 
     def _corners(self, i, j):
         k = j * self.heights.shape[1] + i
-        flat = self._flat
+        flat = self._above.flat
         nx = self.heights.shape[1]
         return flat.take(k), flat.take(k + 1), flat.take(k + nx), flat.take(k + nx + 1)
 
@@ -315,12 +385,20 @@ class Heightfield:
         (x0, y0), (dx, dy) = self.origin, self.spacing
         rays = _Rays(origin, direction, x0, y0, dx, dy)
         n = rays.U0.shape[0]
-        t0, t1, face = self._clip(rays, np.broadcast_to(max_distance, (n,)))
+        max_distance = np.broadcast_to(max_distance, (n,))
         result = _Result(n)
+        if not self.solid:
+            self._cast_surface(rays, max_distance, result)
+            normal = self._normal(result.grad_u, result.grad_v)
+            # The up-facing normal, turned to face the ray (n.d <= 0).
+            facing = np.where(_dot(normal, direction) > 0.0, -1.0, 1.0)
+            normal = [x * facing for x in normal]
+            return result.distance, normal, np.stack([result.i, result.j], axis=1)
+        t0, t1, face = self._clip(rays, max_distance)
         todo = np.flatnonzero(t0 <= t1)
         if todo.size:
             if self.method == "EXACT":
-                self._walk(rays, todo, t0, t1, result)
+                self._walk(self._above, rays, todo, t0, t1, result)
             else:
                 self._march(rays, todo, t0, t1, result)
         normal = self._normal(result.grad_u, result.grad_v)
@@ -338,13 +416,15 @@ class Heightfield:
         return result.distance, normal, cell
 
     def _clip(self, rays, max_distance):
-        """The ray's interval [t0, t1] in the footprint box under the max height, and the
-        box face it enters by (0: origin inside, 1: x wall, 2: y wall, 3: top)."""
+        """The ray's interval [t0, t1] in the footprint box under the top (the largest
+        cell top), and the box face it enters by (0: origin inside, 1: x wall, 2: y wall,
+        3: top)."""
         ny, nx = self.heights.shape
-        ex, lx = _slab(rays.U0, rays.du, 0.0, nx - 1.0)
-        ey, ly = _slab(rays.V0, rays.dv, 0.0, ny - 1.0)
-        to_top = (self.zmax - rays.oz) / rays.dz
-        below = rays.oz <= self.zmax
+        ex, lx = _slab(rays.U0, rays.du, 0.0, nx - 1.0, self._edge_slack[0])
+        ey, ly = _slab(rays.V0, rays.dv, 0.0, ny - 1.0, self._edge_slack[1])
+        top = self._above.top
+        to_top = (top - rays.oz) / rays.dz
+        below = rays.oz <= top
         ez = np.where(rays.dz < 0, to_top, np.where(below, -np.inf, np.inf))
         lz = np.where(rays.dz > 0, to_top, np.where(below | (rays.dz < 0), np.inf, -np.inf))
         t0 = np.maximum(np.maximum(ex, ey), np.maximum(ez, 0.0))
@@ -356,17 +436,51 @@ class Heightfield:
         face = np.where(t0 == 0.0, 0, np.where(t0 == ex, 1, np.where(t0 == ey, 2, 3)))
         return t0, t1, face
 
+    def _cast_surface(self, rays, max_distance, result):
+        """The surface alone: rays above it walk the terrain, rays below it walk the mirror
+        image (z and the heights negated) exactly as rays above; gradients come back
+        negated."""
+        ny, nx = self.heights.shape
+        above, mirror = self._above, self._mirror
+        ex, lx = _slab(rays.U0, rays.du, 0.0, nx - 1.0, self._edge_slack[0])
+        ey, ly = _slab(rays.V0, rays.dv, 0.0, ny - 1.0, self._edge_slack[1])
+        ez, lz = _slab(rays.oz, rays.dz, -mirror.top, above.top)
+        t0 = np.maximum(np.maximum(ex, ey), np.maximum(ez, 0.0))
+        t1 = np.minimum(np.minimum(lx, ly), np.minimum(lz, max_distance))
+        todo = t0 <= t1
+        # The side a ray starts on: entering the height range through its top or bottom,
+        # above or below; else the sign of z - h where it enters (|z - h| <= tol is a hit
+        # at t0 from either side).
+        below = rays.dz > 0
+        level = np.flatnonzero(todo & ~((t0 == ez) & (ez > 0)))
+        if level.size:
+            t = t0.take(level)
+            h = self._surface_at(
+                rays.U0.take(level) + t * rays.du.take(level),
+                rays.V0.take(level) + t * rays.dv.take(level),
+            )[0]
+            below[level] = rays.oz.take(level) + t * rays.dz.take(level) < h
+        from_above = np.flatnonzero(todo & ~below)
+        from_below = np.flatnonzero(todo & below)
+        if from_above.size:
+            self._walk(above, rays, from_above, t0, t1, result)
+        if from_below.size:
+            self._walk(mirror, rays.mirrored(), from_below, t0, t1, result)
+            result.grad_u[from_below] *= -1.0
+            result.grad_v[from_below] *= -1.0
+
     # EXACT: block walk, then cell walk inside candidate blocks ----------------------------
 
-    def _walk(self, rays, todo, t0, t1, result):
+    def _walk(self, terrain, rays, todo, t0, t1, result):
         """Every ray walks blocks (coarse) until its lowest z over a block is at or below the
         block max, then that block's cells (fine), then blocks again if it found nothing.
-        Each iteration moves every coarse ray one block and every fine ray one cell."""
+        Each iteration moves every coarse ray one block and every fine ray one cell.
+        ``terrain``: the heights seen from above, or the mirror image for rays below a
+        surface (then ``rays`` are mirrored too)."""
         ny, nx = self.heights.shape
-        block_max, reach, inner_reach = self.hierarchy
+        block_max, reach, inner_reach = terrain.hierarchy
         nbx = -(-(nx - 1) // BLOCK)
-        tol = self.tolerance
-        coarse = _start_walk(rays, todo, t0, t1, nx, ny, reach, tol)
+        coarse = _start_walk(rays, todo, t0, t1, nx, ny, reach)
         fine = _State(np.empty((len(FIELDS), 0)))
         test = self._test_bilinear if self.surface == "BILINEAR" else self._test_triangles
         while coarse.size or fine.size:
@@ -383,7 +497,7 @@ class Heightfield:
                 s.te = te
                 s.top = top
                 s.step_x = tbx <= tby
-                candidate = zlow <= top + tol
+                candidate = zlow <= top  # block tops include the cells' tolerances
                 entering = s.select(candidate)
                 coarse = s.select(~candidate & (te < s.t1))
                 coarse.next_block()
@@ -391,7 +505,7 @@ class Heightfield:
                 s = fine
                 tbx, tby = s.exits(s.i, s.j, 1)
                 tb = np.maximum(np.minimum(np.minimum(tbx, tby), s.tf), s.ta)
-                hit, finish = test(s, tb, tol, nx)
+                hit, finish = test(terrain, s, tb, nx)
                 if hit.any():
                     found = np.flatnonzero(hit)
                     t, grad_u, grad_v = finish(found)
@@ -413,16 +527,16 @@ class Heightfield:
                 coarse = coarse.join(back)
                 fine = s.select(~(hit | out))
             if entering is not None and entering.size:
-                self._enter_block(entering, nx, ny, tol, inner_reach)
+                self._enter_block(entering, nx, ny, inner_reach)
                 fine = fine.join(entering)
 
     @staticmethod
-    def _enter_block(s, nx, ny, tol, inner_reach):
+    def _enter_block(s, nx, ny, inner_reach):
         """Start the cell walk where the ray comes down to the block max (or end it where
         the ray climbs above it), moved on by skips over nodes of a few cells (as in
         _start_walk; descending rays only), in the cell under that point (clamped to the
         block)."""
-        to_top = (s.top + tol - s.oz) / s.dz
+        to_top = (s.top - s.oz) / s.dz
         # Descending rays start at to_top (NaN or 0 for the others, which fmax ignores).
         start = np.fmax(s.tc, to_top * (s.dz < 0))
         s.tf = np.where(s.dz > 0, np.minimum(s.te, to_top), s.te)
@@ -441,19 +555,21 @@ class Heightfield:
             np.maximum(np.floor(s.V0 + ta * s.dv), s.Jb), np.minimum(s.Jb + BLOCK, ny - 1) - 1
         )
 
-    def _gather(self, s, nx):
-        """Corner heights of each ray's cell. The walk keeps cells inside the grid (its cell
-        and box boundaries use one formula); mode="clip" only guards memory."""
+    @staticmethod
+    def _gather(terrain, s, nx):
+        """Corner heights and tolerance of each ray's cell. The walk keeps cells inside the
+        grid (its cell and box boundaries use one formula); mode="clip" only guards memory."""
         k = _index(s.j * nx + s.i)
-        flat = self._flat
+        flat = terrain.flat
         return (
             flat.take(k, mode="clip"),
             flat.take(k + 1, mode="clip"),
             flat.take(k + nx, mode="clip"),
             flat.take(k + nx + 1, mode="clip"),
+            terrain.tol.take(k, mode="clip"),
         )
 
-    def _test_triangles(self, s, tb, tol, nx):
+    def _test_triangles(self, terrain, s, tb, nx):
         """Which rays meet the cell's two triangles on [ta, tb]; ``finish(rows)`` gives their
         distance and height gradient (dh/du, dh/dv).
 
@@ -462,7 +578,7 @@ class Heightfield:
         cell. Along the ray P1 and w are linear, so g = z - h is linear on both sides of the
         kink where w = 0: evaluating it at ta, the kink and tb decides everything."""
         ta = s.ta
-        h00, h10, h01, h11 = self._gather(s, nx)
+        h00, h10, h01, h11, tol = self._gather(terrain, s, nx)
         ua = s.U0 + ta * s.du - s.i
         va = s.V0 + ta * s.dv - s.j
         curl = (h00 - h10) + (h11 - h01)
@@ -487,18 +603,18 @@ class Heightfield:
         ga = la - sigma * np.maximum(wa, 0.0)
         gm = la + slope * lm - sigma * np.maximum(wa + dw * lm, 0.0)
         gb = la + slope * lb - sigma * np.maximum(wa + dw * lb, 0.0)
-        hit = np.fmin(np.fmin(ga, gm), gb) <= tol
+        # Touching within tol counts on a cell's own stretch of the ray only: where that is
+        # a single point (the ray runs along the cell's edge line), the neighbour holding
+        # the same point decides, so a crossing there is found exactly.
+        hit = np.fmin(np.fmin(ga, gm), gb) <= tol * (lb > 0)
 
         def finish(rows):
             g_a, g_m, g_b = ga.take(rows), gm.take(rows), gb.take(rows)
             l_m, l_b = lm.take(rows), lb.take(rows)
-            at_start = g_a <= tol
-            early = at_start | (g_m <= tol)
-            # Linear pieces: the root is start + length * g(start) / (g(start) - g(end)),
-            # no cancellation (g(start) > 0 >= g(end)); clamped for g(end) in (0, tol].
-            first = l_m * np.minimum(g_a / (g_a - g_m), 1.0)
-            second = l_m + (l_b - l_m) * np.minimum(g_m / (g_m - g_b), 1.0)
-            distance = np.where(at_start, 0.0, np.where(early, first, second))
+            tol_ = tol.take(rows)
+            first = _piece_root(g_a, g_m, 0.0, l_m, tol_, l_m > 0)
+            early = first < np.inf
+            distance = np.where(early, first, _piece_root(g_m, g_b, l_m, l_b, tol_, True))
             # Which triangle: the sign of w inside the piece the hit lies on.
             middle = np.where(early & (l_m > 0), 0.5 * l_m, 0.5 * (l_m + l_b))
             w_a, d_w = wa.take(rows), _take(dw, rows)
@@ -510,13 +626,13 @@ class Heightfield:
 
         return hit, finish
 
-    def _test_bilinear(self, s, tb, tol, nx):
+    def _test_bilinear(self, terrain, s, tb, nx):
         """Which rays meet the cell's bilinear patch on [ta, tb]; ``finish(rows)`` gives their
         distance and height gradient. Along the ray g = z - h is the quadratic
         g0 + g1 s + g2 s^2 in s = t - ta: it reaches tol on [0, L] exactly when its least
         value there (at 0, at L or at the vertex -g1 / 2 g2) does."""
         ta = s.ta
-        h00, h10, h01, h11 = self._gather(s, nx)
+        h00, h10, h01, h11, tol = self._gather(terrain, s, nx)
         a, b, c = h10 - h00, h01 - h00, (h00 - h10) + (h11 - h01)
         ua = s.U0 + ta * s.du - s.i
         va = s.V0 + ta * s.dv - s.j
@@ -527,7 +643,7 @@ class Heightfield:
         g_end = g0 + length * (g1 + length * g2)
         vertex = np.fmin(np.fmax(-g1 / (2.0 * g2), 0.0), length)
         g_vertex = g0 + vertex * (g1 + vertex * g2)
-        hit = np.fmin(np.fmin(g0, g_end), g_vertex) <= tol
+        hit = np.fmin(np.fmin(g0, g_end), g_vertex) <= tol * (length > 0)  # see triangles
 
         def finish(rows):
             q0, q1, q2 = g0.take(rows), g1.take(rows), g2.take(rows)
@@ -540,9 +656,12 @@ class Heightfield:
             r1 = np.where(real & (r1 >= 0) & (r1 <= span), r1, np.inf)
             r2 = np.where(real & (r2 >= 0) & (r2 <= span), r2, np.inf)
             root = np.minimum(r1, r2)
-            # Within the tolerance only: a tangent touch at the vertex, or the interval end.
-            near = np.where(g_vertex.take(rows) <= tol, vertex.take(rows), span)
-            distance = np.where(q0 <= tol, 0.0, np.where(np.isfinite(root), root, near))
+            # Within the tolerance only: at the start (touching there, or not descending
+            # from there), a tangent touch at the vertex, or the interval end.
+            tol_ = tol.take(rows)
+            touch_at_start = (q0 <= 0.0) | ((q0 <= tol_) & ((q1 >= 0.0) | ~np.isfinite(root)))
+            near = np.where(g_vertex.take(rows) <= tol_, vertex.take(rows), span)
+            distance = np.where(touch_at_start, 0.0, np.where(np.isfinite(root), root, near))
             u = ua.take(rows) + distance * s.du.take(rows)
             v = va.take(rows) + distance * s.dv.take(rows)
             c_ = c.take(rows)
@@ -555,8 +674,9 @@ class Heightfield:
     def _march(self, rays, todo, t0, t1, result):
         """Seed 004 vectorized: steps of half a cell from the box entry until a sample is
         at or below the surface, then 32 bisections of the last bracket."""
-        tol = self.tolerance
         step = 0.5 * min(self.spacing)
+        nx = self.heights.shape[1]
+        cell_tolerance = self._above.tol
         rid = todo
         lo = t0[rid]
         end = t1[rid]
@@ -564,7 +684,8 @@ class Heightfield:
         def below(rows, t):
             U = rays.U0[rows] + t * rays.du[rows]
             V = rays.V0[rows] + t * rays.dv[rows]
-            return rays.oz[rows] + t * rays.dz[rows] <= self._surface_at(U, V)[0] + tol
+            h, _, _, i, j = self._surface_at(U, V)
+            return rays.oz[rows] + t * rays.dz[rows] <= h + cell_tolerance.take(j * nx + i)
 
         first = below(rid, lo)
         found_rid, found_lo, found_hi = [rid[first]], [lo[first]], [lo[first]]
@@ -614,17 +735,35 @@ def _node_tops(nodes, stride, size, U, V):
     return nodes.take(k - 0x4338000000000000, mode="clip")
 
 
+def _piece_root(g_start, g_end, start, end, tol, touch_at_start):
+    """First point of [start, end] where the linear g (g_start, g_end at the ends) is
+    within ``tol`` of the surface or below it, inf where none: the start if g <= 0 there;
+    where g descends to 0 (start + length g_start / (g_start - g_end), no cancellation) or
+    to the end when it stops within (0, tol]; the start when g starts within tol and does
+    not descend (if ``touch_at_start``). A crossing is found exactly, not at the edge of
+    the tolerance band."""
+    descending = (g_end < g_start) & (g_end <= tol)
+    crossing = start + (end - start) * np.minimum(g_start / (g_start - g_end), 1.0)
+    touch = np.where((g_start <= tol) & touch_at_start, start, np.inf)
+    return np.where(g_start <= 0.0, start, np.where(descending, crossing, touch))
+
+
 def _take(value, rows):
     """value[rows] for an array, value itself for a scalar."""
     return value.take(rows) if isinstance(value, np.ndarray) else value
 
 
-def _slab(p0, dp, lo, hi):
-    """Interval of t where p0 + t dp lies in [lo, hi] (all t or none when dp == 0)."""
+def _dot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def _slab(p0, dp, lo, hi, slack=0.0):
+    """Interval of t where p0 + t dp lies in [lo, hi] (all t or none when dp == 0, then
+    with ``slack`` either side)."""
     inverse = 1.0 / dp  # as in _State.exits, so both find the same boundary distances
     ta = (lo - p0) * inverse
     tb = (hi - p0) * inverse
-    inside = (p0 >= lo) & (p0 <= hi)
+    inside = (p0 >= lo - slack) & (p0 <= hi + slack)
     parallel = dp == 0
     enter = np.where(parallel, np.where(inside, -np.inf, np.inf), np.minimum(ta, tb))
     leave = np.where(parallel, np.where(inside, np.inf, -np.inf), np.maximum(ta, tb))
@@ -642,6 +781,12 @@ class _Rays:
         self.du = np.asarray(direction[0], dtype=np.float64) / dx
         self.dv = np.asarray(direction[1], dtype=np.float64) / dy
         self.dz = np.asarray(direction[2], dtype=np.float64)
+
+    def mirrored(self):
+        """The same rays with z negated: a ray below the surface above the mirror image."""
+        mirror = object.__new__(_Rays)
+        mirror.__dict__.update(self.__dict__, oz=-self.oz, dz=-self.dz)
+        return mirror
 
 
 class _Result:
@@ -736,7 +881,7 @@ for _name, _row in [(name, row) for row, name in enumerate(FIELDS)] + [
     )
 
 
-def _start_walk(rays, todo, t0, t1, nx, ny, reach, tol):
+def _start_walk(rays, todo, t0, t1, nx, ny, reach):
     """Walk state of the rays ``todo``, started at t0 and moved on by the max hierarchy: a
     ray at a point of node (I, J) of level l (BLOCK 2^l cells) stays within the node's 3 x 3
     neighbourhood for a horizontal travel of at least BLOCK 2^l cells (Chebyshev, grid

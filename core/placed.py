@@ -25,6 +25,7 @@ class Placed:
             raise ValueError(f"shape must be a core shape, got {type(shape).__name__}")
         self.shape = shape
         self.dimension = shape.dimension
+        self.solid = getattr(shape, "solid", True)  # a surface stays a surface when placed
         self.chunk_size = getattr(shape, "chunk_size", CHUNK)  # rays per call, as the shape likes
         size = self.dimension + 1
         try:

@@ -7,7 +7,9 @@ Every query in ``core`` goes through this module, so the rules live in one place
 * large batches are processed in chunks of ``CHUNK`` rays, so temporaries stay small;
 * one hit convention (DESIGN.md): ``distance`` is measured along the unit direction,
   ``hit`` only for ``0 <= distance <= max_distance``; a hit at distance 0 (origin inside or
-  on a solid) has ``point = origin`` and ``normal = -unit(direction)``.
+  on a solid) has ``point = origin`` and ``normal = -unit(direction)``. A shape whose
+  ``solid`` attribute is False is a surface: a hit at 0 keeps the normal the shape gives
+  (facing the ray).
 
 A shape takes part by providing ``dimension`` and one of two kernels, each called with one
 chunk of rays with unit directions and returning ``(distance, normal[, cell])``, distance
@@ -266,6 +268,9 @@ def raycast(shape, origins, directions, max_distance=np.inf) -> RayHits:
             _raise_first_bad_ray(raw_origins, raw_directions, dimension)
         return _squeeze(hits, single and single_direction)
     kernel_numpy = component_kernel(shape)
+    # A surface (open tube, Heightfield(solid=False)) has no inside: a hit at distance 0 is
+    # the surface at the origin and keeps the surface's normal (facing the ray).
+    solid = getattr(shape, "solid", True)
 
     hits = RayHits(
         hit=np.empty(n, dtype=bool),
@@ -289,7 +294,7 @@ def raycast(shape, origins, directions, max_distance=np.inf) -> RayHits:
         hit = (distance <= limit) & (distance < np.inf)
         hits.hit[part] = hit
         inside = distance == 0.0
-        if inside.any():  # distance 0 (origin inside or on the solid): normal = -direction
+        if solid and inside.any():  # distance 0 (origin in or on a solid): normal = -direction
             inside = inside.astype(np.float64)
             normal = [n - inside * (u + n) for n, u in zip(normal, unit)]
         gate, distance = gated(distance, hit)

@@ -95,6 +95,37 @@ def ray_cylinder(origin, direction, p0, p1, radius):
     return min(candidates, key=lambda c: c[0])
 
 
+def ray_tube(origin, direction, p0, p1, radius):
+    """(distance, point, normal) for an open tube (the side wall only, a surface), or None:
+    the entry and exit roots of the side's quadratic |q(o) + t q(d)|^2 = r^2, kept when
+    t >= 0 and the point lies between the cap planes; the first one wins, its radial
+    normal turned to face the ray. A ray parallel to the axis (no quadratic) misses."""
+    o, d = _vec(origin), _unit(_vec(direction))
+    a0, a1, r = _vec(p0), _vec(p1), mp.mpf(float(radius))
+    axis = [y - x for x, y in zip(a0, a1)]
+    h = mp.sqrt(_dot(axis, axis))
+    w = [x / h for x in axis]
+    rel = [x - y for x, y in zip(o, a0)]
+    qo = [x - _dot(rel, w) * y for x, y in zip(rel, w)]
+    qd = [x - _dot(d, w) * y for x, y in zip(d, w)]
+    A, B, C = _dot(qd, qd), 2 * _dot(qo, qd), _dot(qo, qo) - r * r
+    if A == 0:
+        return None
+    disc = B * B - 4 * A * C
+    if disc < 0:
+        return None
+    for t in sorted([(-B - mp.sqrt(disc)) / (2 * A), (-B + mp.sqrt(disc)) / (2 * A)]):
+        p = [x + t * y for x, y in zip(o, d)]
+        z = _dot([x - y for x, y in zip(p, a0)], w)
+        if t >= 0 and 0 <= z <= h:
+            q = [x + t * y for x, y in zip(qo, qd)]
+            n = [x / mp.sqrt(_dot(q, q)) for x in q]
+            if _dot(n, d) > 0:
+                n = [-x for x in n]
+            return t, p, n
+    return None
+
+
 def as_float(result):
     if result is None:
         return None

@@ -628,7 +628,7 @@ def test_march_bisection_reads_the_height_at_each_midpoint():
 def test_hierarchy_is_lazy_cached_and_fast():
     rng = np.random.default_rng(0)
     field = Heightfield(rng.random((1024, 1024)))
-    assert field._hierarchy is None
+    assert field._above._hierarchy is None
     start = time.perf_counter()
     first = field.hierarchy
     elapsed = time.perf_counter() - start
