@@ -1,16 +1,23 @@
-"""Ray vs Heightfield (EXACT) compiled with numba: one ray per loop iteration.
+"""Compiled ray vs Heightfield (EXACT): the one-ray form of core/heightfield.py, which stays
+the reference and documents the math.
 
-The same walk as core/heightfield.py, which stays the reference and documents the math:
-clip to the footprint box, skip by the max hierarchy (one skip per pyramid level, coarsest
-first, then FINE_SKIPS at the block level), walk blocks, and inside a block whose max the
-ray comes down to, walk cells Amanatides-Woo and test each cell's two triangles (or its
-bilinear patch) on the closed interval the ray spends over it. Every expression is the
-reference's, operand for operand, so both give the same bits: a hit decided within the
-touching tolerance is decided the same way, and distances, normals and cells agree.
+Per ray, as the reference does for all rays at once: clip to the footprint box, skip by the
+max hierarchy (one skip per pyramid level, coarsest first, then FINE_SKIPS at the block
+level), walk blocks, and inside each block the ray comes down into, walk cells
+Amanatides-Woo (exits recomputed from the integer indices) and test each cell's two
+triangles (or its bilinear patch) on the closed stretch of the ray over it, against the
+cell's own tolerance. A surface (solid=False) is hit from either side: a ray below it walks
+the mirror image (z and the heights negated) with the mirror's hierarchy. Every expression
+is the reference's, operand for operand, so both backends give the same bits (float64, no
+fastmath: LLVM neither reorders nor fuses), and touching within a tolerance is decided the
+same way.
 
-Written as one ray at a time, like PhysX's traceSegment or MuJoCo's mj_rayHfield, so a ray
-stops as soon as it hits, and the only state is a few scalars; the numpy reference moves
-all rays together one step per iteration instead. Imported lazily: numba is optional.
+Written like PhysX's traceSegment or MuJoCo's mj_rayHfield: one ray at a time, a few
+scalars of state, stopping at the first hit. The whole walk is one function
+(``_trace_rows``) so that no call inside the loop over rays takes an array: each such
+call would cost reference counting, which the threads contend for.
+
+Arguments (Heightfield._kernel_arguments, made by ``arguments``): see ``arguments``.
 """
 
 import math
@@ -19,48 +26,53 @@ import numpy as np
 from numba import njit, prange
 
 from ..heightfield import BLOCK, FINE_SKIPS, TINY
+from .rays import (
+    INF,
+    finite,
+    load,
+    normal_to_world,
+    serial_and_parallel,
+    store_ray_hit,
+    to_local,
+    unit,
+)
 
-# Below this many rays the serial kernel runs (no thread start-up).
-PARALLEL_MIN_RAYS = 2048
-# Rays per parallel work item: one call of the serial loop each (few calls, and pieces
-# small enough to balance rays of very different cost between the threads).
+# Compiled functions of this module: divisions by zero give inf or NaN as in numpy (the
+# reference divides freely, e.g. by a zero direction component), instead of raising.
+_compiled = njit(cache=True, error_model="numpy")
+
+# Rays per parallel work item: one call of the serial loop each (the call passes arrays,
+# so it is made per piece, not per ray; pieces are small enough to balance rays of very
+# different cost between the threads).
 PIECE = 256
 
-_OPTIONS = {"cache": True, "error_model": "numpy", "nogil": True}
 
-
-# numpy's NaN semantics, for the few places a NaN may reach: np.minimum/np.maximum
-# propagate it, np.fmin/np.fmax ignore it.
-@njit(**_OPTIONS)
+# numpy's NaN semantics, where a NaN may reach: np.minimum/np.maximum propagate it,
+# np.fmin/np.fmax ignore it.
+@_compiled
 def _minimum(a, b):
     return a if (a <= b or a != a) else b
 
 
-@njit(**_OPTIONS)
+@_compiled
 def _maximum(a, b):
     return a if (a >= b or a != a) else b
 
 
-@njit(**_OPTIONS)
+@_compiled
 def _fmin(a, b):
     return a if (a <= b or b != b) else b
 
 
-@njit(**_OPTIONS)
+@_compiled
 def _fmax(a, b):
     return a if (a >= b or b != b) else b
 
 
-@njit(**_OPTIONS)
-def _clip(index, size):
-    """np.take(mode="clip") bounds (memory safety only; the walk stays inside)."""
-    return min(max(index, 0), size - 1)
-
-
-@njit(**_OPTIONS)
+@_compiled
 def _node_index(count, stride, size, U, V):
     """Index of the padded node at grid point (U, V) in a level of ``count`` nodes (see
-    Heightfield.hierarchy and _node_tops); out-of-range and NaN points clip as numpy's
+    _Terrain.hierarchy and _node_tops); a point off the level (or NaN) clips as numpy's
     float-to-index trick does."""
     column = np.floor(U * (1.0 / size))
     row = np.floor(V * (1.0 / size))
@@ -72,22 +84,90 @@ def _node_index(count, stride, size, U, V):
     return int(k)
 
 
-@njit(**_OPTIONS)
-def _slab(p0, dp, lo, hi):
+@_compiled
+def _slab(p0, dp, lo, hi, slack):
+    """Interval of t where p0 + t dp lies in [lo, hi] (_slab)."""
     inverse = 1.0 / dp
     ta = (lo - p0) * inverse
     tb = (hi - p0) * inverse
     if dp == 0:
-        inside = p0 >= lo and p0 <= hi
-        return (-np.inf, np.inf) if inside else (np.inf, -np.inf)
+        if p0 >= lo - slack and p0 <= hi + slack:
+            return -INF, INF
+        return INF, -INF
     return _minimum(ta, tb), _maximum(ta, tb)
 
 
-@njit(**_OPTIONS)
-def _cell_triangles(h00, h10, h01, h11, anti, a, i, j, U0, V0, oz, du, dv, dz, ta, tb, tol):
-    """(hit, t, grad_u, grad_v) of cell (i, j)'s two triangles on [ta, tb], corner heights
-    h00 ... h11, split along u + v = 1 if ``anti`` (then ``a`` is 1.0, else 0.0)
-    (Heightfield._test_triangles, expression for expression)."""
+@_compiled
+def _clip_solid(U0, V0, oz, du, dv, dz, limit, nx, ny, zmin, top, slack_x, slack_y):
+    """(t0, t1, face) of Heightfield._clip: the stretch in the footprint box under the
+    top, and the face entered (0 origin inside, 1 x wall, 2 y wall, 3 top)."""
+    enter_x, leave_x = _slab(U0, du, 0.0, nx - 1.0, slack_x)
+    enter_y, leave_y = _slab(V0, dv, 0.0, ny - 1.0, slack_y)
+    to_top = (top - oz) / dz
+    below = oz <= top
+    if dz < 0:
+        enter_z = to_top
+    else:
+        enter_z = -INF if below else INF
+    if dz > 0:
+        leave_z = to_top
+    else:
+        leave_z = INF if (below or dz < 0) else -INF
+    t0 = _maximum(_maximum(enter_x, enter_y), _maximum(enter_z, 0.0))
+    t1 = _minimum(_minimum(leave_x, leave_y), _minimum(leave_z, limit))
+    to_bottom = (zmin - oz) / dz if dz < 0 else INF
+    t1 = _minimum(t1, _maximum(to_bottom, t0))
+    if t0 == 0.0:
+        face = 0
+    elif t0 == enter_x:
+        face = 1
+    elif t0 == enter_y:
+        face = 2
+    else:
+        face = 3
+    return t0, t1, face
+
+
+@_compiled
+def _surface_height(h00, h10, h01, h11, anti, bilinear, u, v):
+    """Height at (u, v) of a cell (Heightfield._surface_at): the bilinear patch, or the
+    triangle holding the point (split along u + v = 1 where ``anti``)."""
+    if bilinear:
+        a, b, c = h10 - h00, h01 - h00, h00 - h10 - h01 + h11
+        return h00 + a * u + b * v + c * u * v
+    a0 = h10 - h00
+    a1 = h11 - h01
+    main_b0 = h11 - h10
+    main_b1 = h01 - h00
+    if anti:
+        w = 1.0 - u - v
+        b0, b1, c1 = main_b1, main_b0, h01 + h10 - h11
+    else:
+        w = u - v
+        b0, b1, c1 = main_b0, main_b1, h00
+    if w >= 0:
+        return h00 + a0 * u + b0 * v
+    return c1 + a1 * u + b1 * v
+
+
+@_compiled
+def _piece_root(g_start, g_end, start, end, tol, touch_at_start):
+    """First point of [start, end] where the linear g is within tol of the surface or
+    below it, inf where none (_piece_root)."""
+    if g_start <= 0.0:
+        return start
+    if g_end < g_start and g_end <= tol:
+        return start + (end - start) * _minimum(g_start / (g_start - g_end), 1.0)
+    if g_start <= tol and touch_at_start:
+        return start
+    return INF
+
+
+@_compiled
+def _cell_triangles(h00, h10, h01, h11, tol, anti, a, i, j, U0, V0, oz, du, dv, dz, ta, tb):
+    """(hit, t, grad_u, grad_v) of cell (i, j)'s two triangles on [ta, tb]: corner heights
+    h00 ... h11, the cell's tolerance, split along u + v = 1 if ``anti`` (``a`` 1.0, else
+    0.0) (Heightfield._test_triangles, expression for expression)."""
     ua = U0 + ta * du - i
     va = V0 + ta * dv - j
     curl = (h00 - h10) + (h11 - h01)
@@ -113,16 +193,11 @@ def _cell_triangles(h00, h10, h01, h11, anti, a, i, j, U0, V0, oz, du, dv, dz, t
     ga = la - sigma * _maximum(wa, 0.0)
     gm = la + slope * lm - sigma * _maximum(wa + dw * lm, 0.0)
     gb = la + slope * lb - sigma * _maximum(wa + dw * lb, 0.0)
-    if not (_fmin(_fmin(ga, gm), gb) <= tol):
+    if not (_fmin(_fmin(ga, gm), gb) <= tol * (1.0 if lb > 0 else 0.0)):
         return False, 0.0, 0.0, 0.0
-    at_start = ga <= tol
-    early = at_start or gm <= tol
-    if at_start:
-        distance = 0.0
-    elif early:
-        distance = lm * _minimum(ga / (ga - gm), 1.0)
-    else:
-        distance = lm + (lb - lm) * _minimum(gm / (gm - gb), 1.0)
+    first = _piece_root(ga, gm, 0.0, lm, tol, lm > 0)
+    early = first < INF
+    distance = first if early else _piece_root(gm, gb, lm, lb, tol, True)
     middle = 0.5 * lm if (early and lm > 0) else 0.5 * (lm + lb)
     on_first = 1.0 if wa + dw * middle > 0 else 0.0
     grad_u = a1 + on_first * sigma * eu
@@ -130,10 +205,10 @@ def _cell_triangles(h00, h10, h01, h11, anti, a, i, j, U0, V0, oz, du, dv, dz, t
     return True, ta + distance, grad_u, grad_v
 
 
-@njit(**_OPTIONS)
-def _cell_bilinear(h00, h10, h01, h11, i, j, U0, V0, oz, du, dv, dz, ta, tb, tol):
-    """(hit, t, grad_u, grad_v) of cell (i, j)'s bilinear patch on [ta, tb], corner
-    heights h00 ... h11 (Heightfield._test_bilinear, expression for expression)."""
+@_compiled
+def _cell_bilinear(h00, h10, h01, h11, tol, i, j, U0, V0, oz, du, dv, dz, ta, tb):
+    """(hit, t, grad_u, grad_v) of cell (i, j)'s bilinear patch on [ta, tb]
+    (Heightfield._test_bilinear, expression for expression)."""
     a, b, c = h10 - h00, h01 - h00, (h00 - h10) + (h11 - h01)
     ua = U0 + ta * du - i
     va = V0 + ta * dv - j
@@ -144,111 +219,118 @@ def _cell_bilinear(h00, h10, h01, h11, i, j, U0, V0, oz, du, dv, dz, ta, tb, tol
     g_end = g0 + length * (g1 + length * g2)
     vertex = _fmin(_fmax(-g1 / (2.0 * g2), 0.0), length)
     g_vertex = g0 + vertex * (g1 + vertex * g2)
-    if not (_fmin(_fmin(g0, g_end), g_vertex) <= tol):
+    if not (_fmin(_fmin(g0, g_end), g_vertex) <= tol * (1.0 if length > 0 else 0.0)):
         return False, 0.0, 0.0, 0.0
-    if g0 <= tol:
+    discriminant = g1 * g1 - 4.0 * g2 * g0
+    real = discriminant >= 0
+    q = -0.5 * (g1 + math.copysign(math.sqrt(_maximum(discriminant, 0.0)), g1))
+    r1, r2 = q / g2, g0 / q
+    if not (real and r1 >= 0 and r1 <= length):
+        r1 = INF
+    if not (real and r2 >= 0 and r2 <= length):
+        r2 = INF
+    root = _minimum(r1, r2)
+    rooted = abs(root) < INF
+    if g0 <= 0.0 or (g0 <= tol and (g1 >= 0.0 or not rooted)):
         distance = 0.0
+    elif rooted:
+        distance = root
+    elif g_vertex <= tol:
+        distance = vertex
     else:
-        discriminant = g1 * g1 - 4.0 * g2 * g0
-        real = discriminant >= 0
-        q = -0.5 * (g1 + math.copysign(math.sqrt(_maximum(discriminant, 0.0)), g1))
-        r1, r2 = q / g2, g0 / q
-        if not (real and r1 >= 0 and r1 <= length):
-            r1 = np.inf
-        if not (real and r2 >= 0 and r2 <= length):
-            r2 = np.inf
-        root = _minimum(r1, r2)
-        if root < np.inf:
-            distance = root
-        elif g_vertex <= tol:
-            distance = vertex
-        else:
-            distance = length
+        distance = length
     u = ua + distance * du
     v = va + distance * dv
     return True, ta + distance, a + c * v, b + c * u
 
 
-@njit(**_OPTIONS)
-def _clip_ray(U0, V0, oz, du, dv, dz, max_distance, nx, ny, zmin, zmax):
-    """(t0, t1, face) of Heightfield._clip for one ray."""
-    enter_x, leave_x = _slab(U0, du, 0.0, nx - 1.0)
-    enter_y, leave_y = _slab(V0, dv, 0.0, ny - 1.0)
-    to_top = (zmax - oz) / dz
-    below = oz <= zmax
-    if dz < 0:
-        enter_z = to_top
-    else:
-        enter_z = -np.inf if below else np.inf
-    if dz > 0:
-        leave_z = to_top
-    else:
-        leave_z = np.inf if (below or dz < 0) else -np.inf
-    t0 = _maximum(_maximum(enter_x, enter_y), _maximum(enter_z, 0.0))
-    t1 = _minimum(_minimum(leave_x, leave_y), _minimum(leave_z, max_distance))
-    to_bottom = (zmin - oz) / dz if dz < 0 else np.inf
-    t1 = _minimum(t1, _maximum(to_bottom, t0))
-    if t0 == 0.0:
-        face = 0
-    elif t0 == enter_x:
-        face = 1
-    elif t0 == enter_y:
-        face = 2
-    else:
-        face = 3
-    return t0, t1, face
-
-
-@njit(**_OPTIONS)
-def _trace_rows(start, stop, ox, oy, oz_, ex, ey, ez, limit, field, distance, normal, cell):
-    """Rays start ... stop - 1: Heightfield._cast for each, one ray at a time. One function
-    for the whole walk, so that the arrays are unpacked once and no call inside the loop
-    takes an array (each would cost reference counting)."""
-    x0, y0, dx, dy, nx, ny = field[0], field[1], field[2], field[3], field[4], field[5]
-    h, anti, has_anti, bilinear = field[6], field[7], field[8], field[9]
-    zmin, zmax, tol = field[10], field[11], field[12]
-    reach_nodes, reach_offset, reach_count, reach_stride, reach_size = field[13:18]
-    block_max = field[18]
-    inner_nodes, inner_offset, inner_count, inner_stride, inner_size = field[19:24]
-    levels = reach_offset.shape[0]
-    inner_levels = inner_offset.shape[0]
-    blocks = block_max.shape[0]
+@_compiled
+def _trace_rows(start, stop, arguments, placement, origins, directions, max_distance, out):
+    """Rays start ... stop - 1, one at a time (Heightfield._cast for each): returns the
+    number of rows with non-finite input or a zero direction."""
+    x0, y0, dx, dy, nx, ny = arguments[:6]
+    heights, cell_tol, anti_of, has_anti, bilinear, solid = arguments[6:12]
+    zmin, top_above, top_mirror, slack_x, slack_y = arguments[12:17]
+    block_max, nodes, node_offset, node_count, node_stride, node_size = arguments[17:23]
+    reach_first, reach_levels, inner_first, inner_levels = arguments[23:27]
+    cells = nx * ny  # the heights of one terrain (the mirror's follow the terrain's)
     nbx = -(-(nx - 1) // BLOCK)
     nby = -(-(ny - 1) // BLOCK)
+    blocks = nbx * nby
+    step = 1 if max_distance.shape[0] == origins.shape[0] else 0
+    bad = 0
     for row in range(start, stop):
-        oz = oz_[row]
-        dz = ez[row]
-        U0 = (ox[row] - x0) / dx
-        V0 = (oy[row] - y0) / dy
-        du = ex[row] / dx
-        dv = ey[row] / dy
-        t0, t1, face = _clip_ray(U0, V0, oz, du, dv, dz, limit[row], nx, ny, zmin, zmax)
-        t = np.inf
+        ox, oy, oz = load(origins, row)
+        ex, ey, ez = load(directions, row)
+        ux, uy, uz = unit(ex, ey, ez)
+        if not (finite(ox, oy, oz) and finite(ex, ey, ez)) or (ux == 0 and uy == 0 and uz == 0):
+            bad += 1
+            continue
+        limit = max_distance[row * step]
+        lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
+        # -- _Rays: grid units -------------------------------------------------------------
+        U0 = (lx - x0) / dx
+        V0 = (ly - y0) / dy
+        du = lux / dx
+        dv = luy / dy
+        dz = luz
+        wz = lz  # the walk's z: negated for a ray below a surface
+        terrain = 0  # 0: the terrain as given, 1: its mirror image
+        face = 0
+        if solid:
+            t0, t1, face = _clip_solid(
+                U0, V0, lz, du, dv, dz, limit * stretch, nx, ny, zmin, top_above, slack_x, slack_y
+            )
+        else:  # _cast_surface: the footprint between the mirror's and the terrain's tops
+            enter_x, leave_x = _slab(U0, du, 0.0, nx - 1.0, slack_x)
+            enter_y, leave_y = _slab(V0, dv, 0.0, ny - 1.0, slack_y)
+            enter_z, leave_z = _slab(lz, dz, -top_mirror, top_above, 0.0)
+            t0 = _maximum(_maximum(enter_x, enter_y), _maximum(enter_z, 0.0))
+            t1 = _minimum(_minimum(leave_x, leave_y), _minimum(leave_z, limit * stretch))
+            below = dz > 0
+            if t0 <= t1 and not (t0 == enter_z and enter_z > 0):
+                U = U0 + t0 * du
+                V = V0 + t0 * dv
+                i = int(min(max(np.floor(U), 0.0), nx - 2.0))
+                j = int(min(max(np.floor(V), 0.0), ny - 2.0))
+                k = j * nx + i
+                anti = has_anti and anti_of[j * (nx - 1) + i] > 0
+                h = _surface_height(
+                    heights[k], heights[k + 1], heights[k + nx], heights[k + nx + 1],
+                    anti, bilinear, U - i, V - j,
+                )  # fmt: skip
+                below = lz + t0 * dz < h
+            if below:
+                terrain = 1
+                wz = -lz
+                dz = -dz
+        t = INF
         grad_u = 0.0
         grad_v = 0.0
         cell_i = -1
         cell_j = -1
-        # -- _start_walk: one skip per pyramid level, coarsest first, then FINE_SKIPS at
-        # the block level --------------------------------------------------------------
+        # -- _start_walk: one skip per pyramid level, coarsest first ---------------------
         tc = t0
         if t0 <= t1:
             inv_dz = 1.0 / dz if dz < 0 else 0.0
             inv_chebyshev = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
-            for step in range(levels - 1 + FINE_SKIPS):
-                level = levels - 1 - step if step < levels - 1 else 0
-                size = reach_size[level]
+            first = reach_first[terrain]
+            levels = reach_levels[terrain]
+            for skip in range(levels - 1 + FINE_SKIPS):
+                level = first + (levels - 1 - skip if skip < levels - 1 else 0)
+                size = node_size[level]
                 at = _minimum(tc, t1)
                 k = _node_index(
-                    reach_count[level], reach_stride[level], size, U0 + at * du, V0 + at * dv
+                    node_count[level], node_stride[level], size, U0 + at * du, V0 + at * dv
                 )
-                top = reach_nodes[reach_offset[level] + k]
+                top = nodes[node_offset[level] + k]
                 if dz >= 0:
-                    down = np.inf if oz + tc * dz > top else tc
+                    down = INF if wz + tc * dz > top else tc
                 else:
-                    down = (top - oz) * inv_dz
+                    down = (top - wz) * inv_dz
                 tc = _maximum(tc, _minimum(tc + size * inv_chebyshev, down))
         if t0 <= t1 and tc <= t1:
-            # -- _walk: blocks, then the cells of each block the ray comes down into ------
+            # -- _walk: blocks, then the cells of each block the ray comes down into -----
             # Rays parallel to grid lines: +-TINY toward the middle (see _start_walk).
             if du == 0:
                 du = -TINY if U0 > 0.5 * (nx - 1) else TINY
@@ -260,93 +342,67 @@ def _trace_rows(start, stop, ox, oy, oz_, ex, ey, ez, limit, field, distance, no
             py = 1.0 if dv > 0 else 0.0
             sx = 1 if du > 0 else -1
             sy = 1 if dv > 0 else -1
-            # 1 / dz for descending rays, else 0, computed as _enter_block does.
-            negative = min(dz, 0.0)
+            negative = min(dz, 0.0)  # 1 / dz for descending rays, else 0, as _enter_block
             inv_dz = negative / (negative * negative + (1.0 if dz >= 0 else 0.0))
             inv_chebyshev = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
+            heights_at = terrain * cells
+            blocks_at = terrain * blocks
+            inner = inner_first[terrain]
+            inner_end = inner + inner_levels[terrain]
             column = np.floor((U0 + tc * du) * (1.0 / BLOCK))
             line = np.floor((V0 + tc * dv) * (1.0 / BLOCK))
-            walking = abs(column) < np.inf and abs(line) < np.inf
-            if walking:
-                Ib = int(min(max(column, 0.0), nbx - 1.0)) * BLOCK
-                Jb = int(min(max(line, 0.0), nby - 1.0)) * BLOCK
+            walking = abs(column) < INF and abs(line) < INF
+            Ib = int(min(max(column, 0.0), nbx - 1.0)) * BLOCK if walking else 0
+            Jb = int(min(max(line, 0.0), nby - 1.0)) * BLOCK if walking else 0
             while walking:
-                # -- one block ------------------------------------------------------------
+                # -- one block ----------------------------------------------------------
                 tbx = (Ib + px * BLOCK - U0) * inv_du
                 tby = (Jb + py * BLOCK - V0) * inv_dv
                 te = _maximum(_minimum(_minimum(tbx, tby), t1), tc)
-                zlow = oz + _minimum(tc * dz, te * dz)
-                top = block_max[_clip((Jb // BLOCK) * nbx + Ib // BLOCK, blocks)]
-                if zlow <= top + tol:
-                    # -- _enter_block: from where the ray comes down to the block max ------
-                    to_top = (top + tol - oz) / dz
+                zlow = wz + _minimum(tc * dz, te * dz)
+                block = (Jb // BLOCK) * nbx + Ib // BLOCK
+                top = block_max[blocks_at + min(max(block, 0), blocks - 1)]
+                if zlow <= top:  # block tops include the cells' tolerances
+                    # -- _enter_block: from where the ray comes down to the block max ----
+                    to_top = (top - wz) / dz
                     ta = _fmax(tc, to_top) if dz < 0 else tc
                     tf = _minimum(te, to_top) if dz > 0 else te
                     ta = _minimum(ta, tf)
-                    for level in range(inner_levels):
-                        size = inner_size[level]
+                    for level in range(inner, inner_end):
+                        size = node_size[level]
                         k = _node_index(
-                            inner_count[level],
-                            inner_stride[level],
-                            size,
-                            U0 + ta * du,
-                            V0 + ta * dv,
+                            node_count[level], node_stride[level], size, U0 + ta * du, V0 + ta * dv
                         )
-                        node = inner_nodes[inner_offset[level] + k]
-                        ta = _maximum(ta, _minimum(ta + size * inv_chebyshev, (node - oz) * inv_dz))
+                        node = nodes[node_offset[level] + k]
+                        ta = _maximum(ta, _minimum(ta + size * inv_chebyshev, (node - wz) * inv_dz))
                     ta = _minimum(ta, tf)
                     column = np.floor(U0 + ta * du)
                     line = np.floor(V0 + ta * dv)
-                    if not (abs(column) < np.inf and abs(line) < np.inf):
+                    if not (abs(column) < INF and abs(line) < INF):
                         break
                     i = int(min(max(column, Ib), min(Ib + BLOCK, nx - 1) - 1))
                     j = int(min(max(line, Jb), min(Jb + BLOCK, ny - 1) - 1))
-                    # -- its cells, Amanatides-Woo, exits from the integer indices ---------
+                    # -- its cells, Amanatides-Woo, exits from the integer indices -------
                     found = False
                     while True:
                         cbx = (i + px - U0) * inv_du
                         cby = (j + py - V0) * inv_dv
                         tb = _maximum(_minimum(_minimum(cbx, cby), tf), ta)
                         k = j * nx + i
+                        corner = heights_at + k
+                        h00, h10 = heights[corner], heights[corner + 1]
+                        h01, h11 = heights[corner + nx], heights[corner + nx + 1]
                         if bilinear:
                             found, t, grad_u, grad_v = _cell_bilinear(
-                                h[k],
-                                h[k + 1],
-                                h[k + nx],
-                                h[k + nx + 1],
-                                i,
-                                j,
-                                U0,
-                                V0,
-                                oz,
-                                du,
-                                dv,
-                                dz,
-                                ta,
-                                tb,
-                                tol,
-                            )
+                                h00, h10, h01, h11, cell_tol[k],
+                                i, j, U0, V0, wz, du, dv, dz, ta, tb,
+                            )  # fmt: skip
                         else:
-                            a = anti[j * (nx - 1) + i] if has_anti else 0.0
+                            a = anti_of[j * (nx - 1) + i] if has_anti else 0.0
                             found, t, grad_u, grad_v = _cell_triangles(
-                                h[k],
-                                h[k + 1],
-                                h[k + nx],
-                                h[k + nx + 1],
-                                has_anti,
-                                a,
-                                i,
-                                j,
-                                U0,
-                                V0,
-                                oz,
-                                du,
-                                dv,
-                                dz,
-                                ta,
-                                tb,
-                                tol,
-                            )
+                                h00, h10, h01, h11, cell_tol[k], has_anti, a,
+                                i, j, U0, V0, wz, du, dv, dz, ta, tb,
+                            )  # fmt: skip
                         if found:
                             break
                         if cbx <= cby:
@@ -368,107 +424,124 @@ def _trace_rows(start, stop, ox, oy, oz_, ex, ey, ez, limit, field, distance, no
                     Jb += sy * BLOCK
                 tc = te
             if cell_i < 0:
-                t = np.inf
+                t = INF
                 grad_u = 0.0
                 grad_v = 0.0
-        # -- Heightfield._normal, and the side walls -------------------------------------
+            elif terrain == 1:  # the mirror's gradients, back to the terrain's
+                grad_u = -grad_u
+                grad_v = -grad_v
+        # -- Heightfield._normal; a solid's side walls, a surface's side facing the ray --
         normal_u = -grad_u / dx
         normal_v = -grad_v / dy
         length = math.sqrt(normal_u * normal_u + normal_v * normal_v + 1.0)
-        n_x, n_y, n_z = normal_u / length, normal_v / length, 1.0 / length
-        if t == t0 and (face == 1 or face == 2):
-            n_x = -np.sign(ex[row]) if face == 1 else 0.0
-            n_y = -np.sign(ey[row]) if face == 2 else 0.0
-            n_z = 0.0
-        distance[row] = t
-        normal[0, row] = n_x
-        normal[1, row] = n_y
-        normal[2, row] = n_z
-        cell[row, 0] = cell_i
-        cell[row, 1] = cell_j
+        nx_, ny_, nz_ = normal_u / length, normal_v / length, 1.0 / length
+        if solid:
+            if t == t0 and (face == 1 or face == 2):
+                nx_ = -np.sign(du) if face == 1 else 0.0
+                ny_ = -np.sign(dv) if face == 2 else 0.0
+                nz_ = 0.0
+        elif nx_ * lux + ny_ * luy + nz_ * luz > 0.0:
+            nx_, ny_, nz_ = -nx_, -ny_, -nz_
+        nx_, ny_, nz_ = normal_to_world(placement, nx_, ny_, nz_)
+        t = t / stretch
+        store_ray_hit(out, row, t, nx_, ny_, nz_, ox, oy, oz, ux, uy, uz, limit)
+        hit = t <= limit and t < INF
+        if hit and t == 0.0 and not solid:  # a surface keeps its normal at distance 0
+            normal = out[3]
+            normal[row, 0], normal[row, 1], normal[row, 2] = nx_, ny_, nz_
+        cells_out = out[4]
+        cells_out[row, 0] = cell_i if hit else -1
+        cells_out[row, 1] = cell_j if hit else -1
+    return bad
 
 
-@njit(parallel=True, **_OPTIONS)
-def _cast_parallel(ox, oy, oz, ex, ey, ez, limit, field, distance, normal, cell):
-    n = ox.shape[0]
-    pieces = (n + PIECE - 1) // PIECE
-    for piece in prange(pieces):
+def raycast(arguments, placement, origins, directions, max_distance, out):
+    n = origins.shape[0]
+    bad = 0
+    for piece in prange((n + PIECE - 1) // PIECE):
         start = piece * PIECE
-        _trace_rows(
+        bad += _trace_rows(
             start,
             min(start + PIECE, n),
-            ox,
-            oy,
-            oz,
-            ex,
-            ey,
-            ez,
-            limit,
-            field,
-            distance,
-            normal,
-            cell,
+            arguments,
+            placement,
+            origins,
+            directions,
+            max_distance,
+            out,
         )
+    return bad
 
 
-@njit(**_OPTIONS)
-def _cast_serial(ox, oy, oz, ex, ey, ez, limit, field, distance, normal, cell):
-    _trace_rows(0, ox.shape[0], ox, oy, oz, ex, ey, ez, limit, field, distance, normal, cell)
+raycast_serial, raycast_parallel = serial_and_parallel(raycast)
 
 
-def _pack(levels):
-    """Hierarchy levels [(size, flat nodes, stride), ...] as flat arrays: every level's
-    nodes one after another (no copy for a single level), and per level its offset, node
-    count, stride and size."""
-    nodes = levels[0][1] if len(levels) == 1 else np.concatenate([n for _, n, _ in levels])
-    counts = np.array([n.shape[0] for _, n, _ in levels], dtype=np.int64)
-    offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-    strides = np.array([s for _, _, s in levels], dtype=np.int64)
-    sizes = np.array([s for s, _, _ in levels], dtype=np.float64)
-    return np.ascontiguousarray(nodes, dtype=np.float64), offsets, counts, strides, sizes
+# -- the field in the kernel's form --------------------------------------------------------
 
 
-def prepare(field):
-    """The field in the kernel's form, a tuple (cached on the field): grid placement and
-    size, heights, diagonals, surface, height range, tolerance, then the skip pyramid,
-    the block maxima and the cell-level skips of Heightfield.hierarchy, unchanged."""
-    data = getattr(field, "_kernel_data", None)
-    if data is None:
-        block_max, reach, inner_reach = field.hierarchy
-        ny, nx = field.heights.shape
-        anti = field._anti
-        data = (
-            float(field.origin[0]),  # 0
-            float(field.origin[1]),
-            float(field.spacing[0]),
-            float(field.spacing[1]),
-            int(nx),  # 4
-            int(ny),
-            np.ascontiguousarray(field._flat),  # 6
-            np.zeros(1) if anti is None else np.ascontiguousarray(anti),
-            anti is not None,  # 8
-            field.surface == "BILINEAR",
-            float(field.zmin),  # 10
-            float(field.zmax),
-            float(field.tolerance),  # 12
-            *_pack(reach),  # 13..17
-            np.ascontiguousarray(block_max, dtype=np.float64),  # 18
-            *_pack(inner_reach),  # 19..23
-        )
-        field._kernel_data = data
-    return data
+def _levels(hierarchies, which):
+    """Skip levels (size, nodes, stride) of one or two terrains' hierarchies (``which``:
+    1 for the pyramid, 2 for the cell-level skips) in one list, and per terrain its first
+    level and level count."""
+    levels, first, count = [], [], []
+    for hierarchy in hierarchies:
+        first.append(len(levels))
+        count.append(len(hierarchy[which]))
+        levels.extend(hierarchy[which])
+    return levels, np.array(first, dtype=np.int64), np.array(count, dtype=np.int64)
 
 
-def intersect(field, origin, direction, max_distance):
-    """Heightfield._intersect_components, compiled: origin and direction as lists of three
-    1D arrays (unit directions), max_distance (n,) or a scalar. Returns (distance,
-    [normal x, y, z], cell (n, 2))."""
-    n = origin[0].shape[0]
-    distance = np.empty(n)
-    normal = np.empty((3, n))
-    cell = np.empty((n, 2), dtype=np.int64)
-    columns = [np.ascontiguousarray(c, dtype=np.float64) for c in (*origin, *direction)]
-    limit = np.ascontiguousarray(np.broadcast_to(max_distance, (n,)), dtype=np.float64)
-    kernel = _cast_parallel if n >= PARALLEL_MIN_RAYS else _cast_serial
-    kernel(*columns, limit, prepare(field), distance, normal, cell)
-    return distance, list(normal), cell
+def arguments(field):
+    """The tuple of Heightfield._kernel_arguments: placement and size of the grid
+    (x0, y0, dx, dy, nx, ny); heights (flat, the mirror's heights after them for a
+    surface), cell tolerances, diagonals (1.0 where anti), has diagonals, BILINEAR,
+    solid; zmin, the terrain's and the mirror's top, the footprint slack in x and y;
+    block maxima (the mirror's after them); the skip levels of both hierarchies as one
+    flat array of nodes with per-level offset, count, stride and size; per terrain its
+    first pyramid level and count, and its first cell-skip level and count. Everything
+    is the reference's own arrays (_Terrain), concatenated only for a surface."""
+    terrains = [field._above] if field.solid else [field._above, field._mirror]
+    hierarchies = [terrain.hierarchy for terrain in terrains]
+    reach, reach_first, reach_levels = _levels(hierarchies, 1)
+    inner, inner_first, inner_levels = _levels(hierarchies, 2)
+    levels = reach + inner
+    inner_first = inner_first + len(reach)
+    counts = np.array([nodes.shape[0] for _, nodes, _ in levels], dtype=np.int64)
+    ny, nx = field.heights.shape
+    anti = field._anti
+    return (
+        float(field.origin[0]),
+        float(field.origin[1]),
+        float(field.spacing[0]),
+        float(field.spacing[1]),
+        int(nx),
+        int(ny),
+        _joined([terrain.flat for terrain in terrains]),
+        np.ascontiguousarray(field._above.tol, dtype=np.float64),
+        np.zeros(1) if anti is None else np.ascontiguousarray(anti, dtype=np.float64),
+        anti is not None,
+        field.surface == "BILINEAR",
+        field.solid,
+        float(field.zmin),
+        float(field._above.top),
+        0.0 if field.solid else float(field._mirror.top),
+        float(field._edge_slack[0]),
+        float(field._edge_slack[1]),
+        _joined([hierarchy[0] for hierarchy in hierarchies]),
+        _joined([nodes for _, nodes, _ in levels]),
+        np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64),
+        counts,
+        np.array([stride for _, _, stride in levels], dtype=np.int64),
+        np.array([size for size, _, _ in levels], dtype=np.float64),
+        reach_first,
+        reach_levels,
+        inner_first,
+        inner_levels,
+    )
+
+
+def _joined(arrays):
+    """One contiguous float64 array of ``arrays`` end to end (no copy for one)."""
+    if len(arrays) == 1:
+        return np.ascontiguousarray(arrays[0], dtype=np.float64)
+    return np.concatenate(arrays).astype(np.float64, copy=False)
