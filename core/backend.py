@@ -9,42 +9,46 @@ How a shape plugs in (core/kernels/sphere.py is a complete example):
 
 * The shape class sets ``kernel_module = "<name>"``: the module ``core/kernels/<name>.py``,
   imported by :func:`kernels` the first time a query on such a shape runs on the numba
-  backend, never at import of ``core``. Its functions compile on their first call
-  (``@njit(cache=True)``, float64, no fastmath), each query on its own.
+  backend, never at import of ``core``. Each kernel compiles on its first call
+  (``@njit(cache=True, nogil=True)``, float64, no fastmath), each query on its own.
 * ``shape._kernel_arguments()`` returns the shape's parameters as a tuple (floats, float64
   arrays) that the module's kernels take first.
-* The module defines, per query it supports, a pair made by
-  ``kernels.rays.serial_and_parallel`` from one loop over rays written with ``prange``:
-  ``raycast_serial`` / ``raycast_parallel`` with the signature
-  ``(arguments, placement, origins, directions, max_distance, out) -> bad rows`` and
-  ``sphere_cast_serial`` / ``sphere_cast_parallel`` with
-  ``(arguments, placement, starts, ends, radius, out) -> bad rows``.
-  ``placement`` (kernels.rays.placement) carries a Placed wrapper's matrices, so the kernel
-  moves each ray to local space and its hit back; ``out`` is the tuple of result arrays
-  (hit, distance, point, normal[, cell]) for raycast and (hit, distance, center, point,
-  normal) for sphere_cast. Per-ray helpers for loading, normalizing, placing and storing
-  live in kernels/rays.py; a shape module adds only its own one-ray function. "bad rows"
-  counts rows with non-finite input or a zero direction: core/rays.py then lets the numpy
-  validation name the first one.
-* :func:`kernel` finds a shape's kernel; it runs the serial loop for small batches (below
-  ``PARALLEL_MIN`` rays, which must not pay for starting threads) or when numba runs one
-  thread (``NUMBA_NUM_THREADS``).
+* The module defines a function per query it supports, a plain loop over the rays
+  ``range(start, stop)`` that returns how many of them were bad (non-finite input or a zero
+  direction; core/rays.py then lets the numpy validation name the first one):
+  ``raycast(arguments, placement, origins, directions, max_distance, out, start, stop)``
+  and ``sphere_cast(arguments, placement, starts, ends, radius, out, start, stop)``.
+  Rays are (N, 3) float64 (2D rows come with z = 0); ``max_distance`` / ``radius`` hold one
+  value for all or one per ray; ``placement`` (kernels.rays.placement) carries a Placed
+  wrapper's matrices, so the kernel moves each ray to local space and its hit back; ``out``
+  is the tuple of (N, 3) / (N,) result arrays (hit, distance, point, normal[, cell]) for
+  raycast (cell when the shape sets ``kernel_cells = True``) and (hit, distance, center,
+  point, normal) for sphere_cast. kernels/rays.py has the per-ray helpers (load, unit,
+  placement, store); a shape module adds its one-ray function and the loop.
+* :func:`kernel` runs a batch: in the calling thread below ``PARALLEL_MIN`` rays (small
+  batches must not pay for threads), else split into one block per thread
+  (``NUMBA_NUM_THREADS``, default: all cores), the kernels releasing the GIL. Threads of our
+  own rather than ``parallel=True``/``prange``: a prange loop costs 1.5-2 s more to compile
+  on first use (measured), it recompiles every helper for the parallel target.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import hashlib
 import importlib
 import os
 
-PARALLEL_MIN = 2048  # rays; below this the serial loop wins (thread start-up ~20-50 us)
+PARALLEL_MIN = 2048  # rays; below this one thread (handing blocks to threads costs ~50 us)
 
 _CHOICES = ("numba", "numpy")
 _override = None  # set by use()
 _numba_error = None  # why numba did not import, once tried
 _numba_checked = False
-_cache_dir = None
+_cache_dir = None  # set_cache_dir()
 _modules = {}
+_pool = None
 
 
 def _numba_available() -> bool:
@@ -92,11 +96,42 @@ def use(name: str):
         _override = previous
 
 
-def set_cache_dir(path: str) -> None:
-    """Keep the compiled kernels in ``path`` (the extension's user directory in Blender).
-    Takes effect for kernel modules not imported yet; without it, numba's own default."""
+def set_cache_dir(path) -> None:
+    """Keep the compiled kernels under ``path`` (the extension's user directory in Blender).
+    Takes effect for kernel modules not imported yet."""
     global _cache_dir
     _cache_dir = os.fspath(path)
+
+
+def _kernels_fingerprint() -> str:
+    """A hash of the kernels' sources. numba checks only a function's own file before it
+    reuses a cached kernel, not the helpers it inlines from kernels/rays.py: a cache folder
+    per version of all the sources keeps a stale kernel from being loaded."""
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels")
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            with open(os.path.join(folder, name), "rb") as source:
+                digest.update(name.encode() + b"\0" + source.read())
+    return digest.hexdigest()[:16]
+
+
+def cache_dir() -> str:
+    """Where the compiled kernels are kept: the folder given to :func:`set_cache_dir`, else
+    numba's own default (NUMBA_CACHE_DIR, else __pycache__ beside the sources when writable,
+    else numba's user-wide cache), in a subfolder per version of the kernels' sources."""
+    import numba
+
+    root = _cache_dir or numba.config.CACHE_DIR
+    if not root:
+        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels")
+        if os.access(here, os.W_OK):
+            root = os.path.join(here, "__pycache__")
+        else:
+            from numba.misc.appdirs import AppDirs
+
+            root = AppDirs(appname="numba", appauthor=False).user_cache_dir
+    return os.path.join(root, f"geometry_queries-kernels-{_kernels_fingerprint()}")
 
 
 def kernels(name: str):
@@ -105,11 +140,10 @@ def kernels(name: str):
     if module is None:
         import numba
 
-        # numba picks a function's cache directory when it is decorated: point it at ours for
+        # numba picks a function's cache folder when it is decorated: point it at ours for
         # the import only, so other numba users in the same process keep their own setting.
         previous = numba.config.CACHE_DIR
-        if _cache_dir is not None:
-            numba.config.CACHE_DIR = _cache_dir
+        numba.config.CACHE_DIR = cache_dir()
         try:
             module = importlib.import_module(f"{__package__}.kernels.{name}")
         finally:
@@ -118,24 +152,40 @@ def kernels(name: str):
     return module
 
 
+def threads() -> int:
+    """Threads for large batches: NUMBA_NUM_THREADS (numba's default: every core)."""
+    import numba
+
+    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+
+
 def kernel(shape, query: str):
-    """The compiled ``query`` ("raycast" or "sphere_cast") for ``shape`` as a function of
-    the ray count that returns the loop to run; None when the numpy backend is active or
-    the shape has no such kernel."""
+    """A function running the compiled ``query`` ("raycast" or "sphere_cast") of ``shape``
+    on a whole batch, ``run(arguments, placement, rays, rays, values, out) -> bad rows``;
+    None when the numpy backend is active or the shape has no such kernel."""
     name = getattr(shape, "kernel_module", None)
     if name is None or backend() != "numba":
         return None
-    module = kernels(name)
-    serial = getattr(module, f"{query}_serial", None)
-    if serial is None:
+    loop = getattr(kernels(name), query, None)
+    if loop is None:
         return None
-    parallel = getattr(module, f"{query}_parallel")
 
-    def for_rays(n: int):
-        import numba
+    def run(*arguments):
+        n = len(arguments[2])
+        count = threads()
+        if n < PARALLEL_MIN or count == 1:
+            return loop(*arguments, 0, n)
+        global _pool
+        if _pool is None or _pool._max_workers != count - 1:
+            _pool = concurrent.futures.ThreadPoolExecutor(
+                count - 1, thread_name_prefix="geometry_queries"
+            )
+        bounds = [n * block // count for block in range(count + 1)]
+        others = [
+            _pool.submit(loop, *arguments, start, stop)
+            for start, stop in zip(bounds[1:-1], bounds[2:])
+        ]
+        bad = loop(*arguments, bounds[0], bounds[1])  # the first block in this thread
+        return bad + sum(future.result() for future in others)
 
-        if n < PARALLEL_MIN or numba.get_num_threads() == 1:
-            return serial
-        return parallel
-
-    return for_rays
+    return run

@@ -203,6 +203,22 @@ def _placement(shape):
     return placement() if get is None else get()
 
 
+def _in_3d(rows: np.ndarray) -> np.ndarray:
+    """(N, 3) rows for the kernels, which work in 3D: 2D rows get z = 0."""
+    if rows.shape[1] == 3:
+        return rows
+    padded = np.zeros((len(rows), 3))
+    padded[:, :2] = rows
+    return padded
+
+
+def _in_dimension(dimension: int, *arrays):
+    """The kernels' (N, 3) results cut back to (N, dimension)."""
+    if dimension == 3:
+        return arrays
+    return tuple(np.ascontiguousarray(array[:, :dimension]) for array in arrays)
+
+
 def _per_row_values(values: np.ndarray) -> np.ndarray:
     """A broadcast scalar as one value, per-row values as they are: kernels read either."""
     if values.ndim == 1 and len(values) and values.strides[0] == 0:
@@ -249,23 +265,24 @@ def raycast(shape, origins, directions, max_distance=np.inf) -> RayHits:
         hits = RayHits(
             hit=np.empty(n, dtype=bool),
             distance=np.empty(n),
-            point=np.empty((n, dimension)),
-            normal=np.empty((n, dimension)),
+            point=np.empty((n, 3)),
+            normal=np.empty((n, 3)),
         )
         out = (hits.hit, hits.distance, hits.point, hits.normal)
         if getattr(shape, "kernel_cells", False):
             hits.cell = np.empty((n, 2), dtype=np.int64)
             out += (hits.cell,)
-        bad = compiled(n)(
+        bad = compiled(
             shape._kernel_arguments(),
             _placement(shape),
-            origins,
-            directions,
+            _in_3d(origins),
+            _in_3d(directions),
             _per_row_values(max_distance),
             out,
         )
         if bad:
             _raise_first_bad_ray(raw_origins, raw_directions, dimension)
+        hits.point, hits.normal = _in_dimension(dimension, hits.point, hits.normal)
         return _squeeze(hits, single and single_direction)
     kernel_numpy = component_kernel(shape)
     # A surface (open tube, Heightfield(solid=False)) has no inside: a hit at distance 0 is
@@ -342,6 +359,24 @@ def sphere_cast(shape, starts, ends, radius) -> CastHits:
     if cast_check is not None:
         cast_check()
 
+    if compiled is not None:
+        result = CastHits(np.empty(n, dtype=bool), np.empty(n), None, None, None)
+        center, point, normal = (np.empty((n, 3)) for _ in range(3))
+        bad = compiled(
+            shape._kernel_arguments(),
+            _placement(shape),
+            _in_3d(starts),
+            _in_3d(ends),
+            _per_row_values(radius),
+            (result.hit, result.distance, center, point, normal),
+        )
+        if bad:
+            as_rows("starts", raw_starts, dimension)
+            as_rows("ends", raw_ends, dimension)
+            raise RuntimeError("a compiled kernel reported a bad cast that the validation accepts")
+        result.center, result.point, result.normal = _in_dimension(dimension, center, point, normal)
+        return _squeeze(result, single and single_end)
+
     result = CastHits(
         hit=np.empty(n, dtype=bool),
         distance=np.empty(n),
@@ -349,21 +384,6 @@ def sphere_cast(shape, starts, ends, radius) -> CastHits:
         point=np.empty((n, dimension)),
         normal=np.empty((n, dimension)),
     )
-    if compiled is not None:
-        out = (result.hit, result.distance, result.center, result.point, result.normal)
-        bad = compiled(n)(
-            shape._kernel_arguments(),
-            _placement(shape),
-            starts,
-            ends,
-            _per_row_values(radius),
-            out,
-        )
-        if bad:
-            as_rows("starts", raw_starts, dimension)
-            as_rows("ends", raw_ends, dimension)
-            raise RuntimeError("a compiled kernel reported a bad cast that the validation accepts")
-        return _squeeze(result, single and single_end)
 
     def work(part):
         start = list(starts[part].T)

@@ -68,7 +68,7 @@ class Sphere:
     def _kernel_arguments(self):
         center = np.zeros(3)
         center[: self.dimension] = self.center
-        return (center, self.radius)
+        return (center, self.radius, self.dimension)
 
     def _intersect_components(self, origin, direction, max_distance):
         offset = [o - c for o, c in zip(origin, self.center)]

@@ -1,11 +1,12 @@
 """Compiled ray vs sphere/circle and sphere cast vs sphere: the one-ray form of core/sphere.py
 (its docstring has the math: closest approach first, then the half chord).
 
-Arguments (Sphere._kernel_arguments): (center as a 3-vector, z = 0 for a circle, radius).
+Arguments (Sphere._kernel_arguments): (center as a 3-vector, z = 0 for a circle, radius,
+dimension).
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .rays import (
     INF,
@@ -13,7 +14,6 @@ from .rays import (
     load,
     normal_to_world,
     scaled_unit,
-    serial_and_parallel,
     store_cast_hit,
     store_ray_hit,
     to_local,
@@ -22,7 +22,7 @@ from .rays import (
 )
 
 
-@njit(cache=True)
+@njit(inline="always")
 def ball_entry(mx, my, mz, ux, uy, uz, radius):
     """First t >= 0 where (m + t u) is within ``radius`` of the origin (u unit or zero);
     0 when m already is, inf when never."""
@@ -41,7 +41,7 @@ def ball_entry(mx, my, mz, ux, uy, uz, radius):
     return max(closest - half_chord, 0.0)
 
 
-@njit(cache=True)
+@njit(inline="always")
 def ray_sphere(center, radius, ox, oy, oz, ux, uy, uz):
     """Distance and outward normal of one ray (unit direction) against the ball."""
     mx, my, mz = ox - center[0], oy - center[1], oz - center[2]
@@ -50,7 +50,7 @@ def ray_sphere(center, radius, ox, oy, oz, ux, uy, uz):
     return t, (mx + t * ux) * scale, (my + t * uy) * scale, (mz + t * uz) * scale
 
 
-@njit(cache=True)
+@njit(inline="always")
 def cast_sphere(center, radius, sx, sy, sz, ux, uy, uz, cast_radius, dimension):
     """Centre travel, contact point and normal of a ball of ``cast_radius`` moving from s
     along u (unit, or zero for a zero-length cast) against the ball: the ray against the
@@ -77,12 +77,14 @@ def cast_sphere(center, radius, sx, sy, sz, ux, uy, uz, cast_radius, dimension):
     return t, px, py, pz, nx, ny, nz
 
 
-def raycast(arguments, placement, origins, directions, max_distance, out):
-    center, radius = arguments
+@njit(cache=True, nogil=True)
+def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
+    center, radius, _ = arguments
+    hit, distance, point, normal = out
     n = origins.shape[0]
     step = 1 if max_distance.shape[0] == n else 0  # per-ray limits or one for all
     bad = 0
-    for i in prange(n):
+    for i in range(start, stop):
         ox, oy, oz = load(origins, i)
         dx, dy, dz = load(directions, i)
         ux, uy, uz = unit(dx, dy, dz)
@@ -93,19 +95,36 @@ def raycast(arguments, placement, origins, directions, max_distance, out):
         t, nx, ny, nz = ray_sphere(center, radius, lx, ly, lz, lux, luy, luz)
         nx, ny, nz = normal_to_world(placement, nx, ny, nz)
         store_ray_hit(
-            out, i, t / stretch, nx, ny, nz, ox, oy, oz, ux, uy, uz, max_distance[i * step]
+            hit,
+            distance,
+            point,
+            normal,
+            i,
+            t / stretch,
+            nx,
+            ny,
+            nz,
+            ox,
+            oy,
+            oz,
+            ux,
+            uy,
+            uz,
+            max_distance[i * step],
+            True,
         )
     return bad
 
 
-def sphere_cast(arguments, placement, starts, ends, radius, out):
-    center, target_radius = arguments
+@njit(cache=True, nogil=True)
+def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
+    center, target_radius, dimension = arguments
+    hit, distance, center_at_contact, point, normal = out
     n = starts.shape[0]
-    dimension = starts.shape[1]
     step = 1 if radius.shape[0] == n else 0
     placed, inverse, translation, linear, k = placement
     bad = 0
-    for i in prange(n):
+    for i in range(start, stop):
         sx, sy, sz = load(starts, i)
         ex, ey, ez = load(ends, i)
         if not (finite(sx, sy, sz) and finite(ex, ey, ez)):
@@ -139,9 +158,26 @@ def sphere_cast(arguments, placement, starts, ends, radius, out):
             t, px, py, pz, nx, ny, nz = cast_sphere(
                 center, target_radius, sx, sy, sz, ux, uy, uz, cast_radius, dimension
             )
-        store_cast_hit(out, i, t, length, px, py, pz, nx, ny, nz, sx, sy, sz, ux, uy, uz)
+        store_cast_hit(
+            hit,
+            distance,
+            center_at_contact,
+            point,
+            normal,
+            i,
+            t,
+            length,
+            px,
+            py,
+            pz,
+            nx,
+            ny,
+            nz,
+            sx,
+            sy,
+            sz,
+            ux,
+            uy,
+            uz,
+        )
     return bad
-
-
-raycast_serial, raycast_parallel = serial_and_parallel(raycast)
-sphere_cast_serial, sphere_cast_parallel = serial_and_parallel(sphere_cast)
