@@ -23,53 +23,35 @@ Arguments (Heightfield._kernel_arguments, made by ``arguments``): see ``argument
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..heightfield import BLOCK, FINE_SKIPS, TINY
-from .rays import (
-    INF,
-    finite,
-    load,
-    normal_to_world,
-    serial_and_parallel,
-    store_ray_hit,
-    to_local,
-    unit,
-)
-
-# Compiled functions of this module: divisions by zero give inf or NaN as in numpy (the
-# reference divides freely, e.g. by a zero direction component), instead of raising.
-_compiled = njit(cache=True, error_model="numpy")
-
-# Rays per parallel work item: one call of the serial loop each (the call passes arrays,
-# so it is made per piece, not per ray; pieces are small enough to balance rays of very
-# different cost between the threads).
-PIECE = 256
+from .rays import INF, finite, load, normal_to_world, store_ray_hit, to_local, unit
 
 
 # numpy's NaN semantics, where a NaN may reach: np.minimum/np.maximum propagate it,
 # np.fmin/np.fmax ignore it.
-@_compiled
+@njit(cache=True, error_model="numpy")
 def _minimum(a, b):
     return a if (a <= b or a != a) else b
 
 
-@_compiled
+@njit(cache=True, error_model="numpy")
 def _maximum(a, b):
     return a if (a >= b or a != a) else b
 
 
-@_compiled
+@njit(cache=True, error_model="numpy")
 def _fmin(a, b):
     return a if (a <= b or b != b) else b
 
 
-@_compiled
+@njit(cache=True, error_model="numpy")
 def _fmax(a, b):
     return a if (a >= b or b != b) else b
 
 
-@_compiled
+@njit(cache=True, error_model="numpy")
 def _node_index(count, stride, size, U, V):
     """Index of the padded node at grid point (U, V) in a level of ``count`` nodes (see
     _Terrain.hierarchy and _node_tops); a point off the level (or NaN) clips as numpy's
@@ -84,7 +66,7 @@ def _node_index(count, stride, size, U, V):
     return int(k)
 
 
-@_compiled
+@njit(cache=True, error_model="numpy")
 def _slab(p0, dp, lo, hi, slack):
     """Interval of t where p0 + t dp lies in [lo, hi] (_slab)."""
     inverse = 1.0 / dp
@@ -97,7 +79,7 @@ def _slab(p0, dp, lo, hi, slack):
     return _minimum(ta, tb), _maximum(ta, tb)
 
 
-@_compiled
+@njit(cache=True, error_model="numpy")
 def _clip_solid(U0, V0, oz, du, dv, dz, limit, nx, ny, zmin, top, slack_x, slack_y):
     """(t0, t1, face) of Heightfield._clip: the stretch in the footprint box under the
     top, and the face entered (0 origin inside, 1 x wall, 2 y wall, 3 top)."""
@@ -128,7 +110,7 @@ def _clip_solid(U0, V0, oz, du, dv, dz, limit, nx, ny, zmin, top, slack_x, slack
     return t0, t1, face
 
 
-@_compiled
+@njit(cache=True, error_model="numpy")
 def _surface_height(h00, h10, h01, h11, anti, bilinear, u, v):
     """Height at (u, v) of a cell (Heightfield._surface_at): the bilinear patch, or the
     triangle holding the point (split along u + v = 1 where ``anti``)."""
@@ -150,7 +132,7 @@ def _surface_height(h00, h10, h01, h11, anti, bilinear, u, v):
     return c1 + a1 * u + b1 * v
 
 
-@_compiled
+@njit(cache=True, error_model="numpy")
 def _piece_root(g_start, g_end, start, end, tol, touch_at_start):
     """First point of [start, end] where the linear g is within tol of the surface or
     below it, inf where none (_piece_root)."""
@@ -163,7 +145,7 @@ def _piece_root(g_start, g_end, start, end, tol, touch_at_start):
     return INF
 
 
-@_compiled
+@njit(cache=True, error_model="numpy")
 def _cell_triangles(h00, h10, h01, h11, tol, anti, a, i, j, U0, V0, oz, du, dv, dz, ta, tb):
     """(hit, t, grad_u, grad_v) of cell (i, j)'s two triangles on [ta, tb]: corner heights
     h00 ... h11, the cell's tolerance, split along u + v = 1 if ``anti`` (``a`` 1.0, else
@@ -205,7 +187,7 @@ def _cell_triangles(h00, h10, h01, h11, tol, anti, a, i, j, U0, V0, oz, du, dv, 
     return True, ta + distance, grad_u, grad_v
 
 
-@_compiled
+@njit(cache=True, error_model="numpy")
 def _cell_bilinear(h00, h10, h01, h11, tol, i, j, U0, V0, oz, du, dv, dz, ta, tb):
     """(hit, t, grad_u, grad_v) of cell (i, j)'s bilinear patch on [ta, tb]
     (Heightfield._test_bilinear, expression for expression)."""
@@ -244,10 +226,12 @@ def _cell_bilinear(h00, h10, h01, h11, tol, i, j, U0, V0, oz, du, dv, dz, ta, tb
     return True, ta + distance, a + c * v, b + c * u
 
 
-@_compiled
-def _trace_rows(start, stop, arguments, placement, origins, directions, max_distance, out):
+# Divisions by zero give inf or NaN as in numpy (the reference divides freely, e.g. by a
+# zero direction component) instead of raising; the helpers above are inlined into it.
+@njit(cache=True, nogil=True, error_model="numpy")
+def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
     """Rays start ... stop - 1, one at a time (Heightfield._cast for each): returns the
-    number of rows with non-finite input or a zero direction."""
+    number of rows with non-finite input or a zero direction (see core/backend.py)."""
     x0, y0, dx, dy, nx, ny = arguments[:6]
     heights, cell_tol, anti_of, has_anti, bilinear, solid = arguments[6:12]
     zmin, top_above, top_mirror, slack_x, slack_y = arguments[12:17]
@@ -258,6 +242,7 @@ def _trace_rows(start, stop, arguments, placement, origins, directions, max_dist
     nby = -(-(ny - 1) // BLOCK)
     blocks = nbx * nby
     step = 1 if max_distance.shape[0] == origins.shape[0] else 0
+    hit, distance, point, normal, cell = out
     bad = 0
     for row in range(start, stop):
         ox, oy, oz = load(origins, row)
@@ -444,36 +429,29 @@ def _trace_rows(start, stop, arguments, placement, origins, directions, max_dist
             nx_, ny_, nz_ = -nx_, -ny_, -nz_
         nx_, ny_, nz_ = normal_to_world(placement, nx_, ny_, nz_)
         t = t / stretch
-        store_ray_hit(out, row, t, nx_, ny_, nz_, ox, oy, oz, ux, uy, uz, limit)
-        hit = t <= limit and t < INF
-        if hit and t == 0.0 and not solid:  # a surface keeps its normal at distance 0
-            normal = out[3]
-            normal[row, 0], normal[row, 1], normal[row, 2] = nx_, ny_, nz_
-        cells_out = out[4]
-        cells_out[row, 0] = cell_i if hit else -1
-        cells_out[row, 1] = cell_j if hit else -1
-    return bad
-
-
-def raycast(arguments, placement, origins, directions, max_distance, out):
-    n = origins.shape[0]
-    bad = 0
-    for piece in prange((n + PIECE - 1) // PIECE):
-        start = piece * PIECE
-        bad += _trace_rows(
-            start,
-            min(start + PIECE, n),
-            arguments,
-            placement,
-            origins,
-            directions,
-            max_distance,
-            out,
+        store_ray_hit(
+            hit,
+            distance,
+            point,
+            normal,
+            row,
+            t,
+            nx_,
+            ny_,
+            nz_,
+            ox,
+            oy,
+            oz,
+            ux,
+            uy,
+            uz,
+            limit,
+            solid,
         )
+        found = t <= limit and t < INF
+        cell[row, 0] = cell_i if found else -1
+        cell[row, 1] = cell_j if found else -1
     return bad
-
-
-raycast_serial, raycast_parallel = serial_and_parallel(raycast)
 
 
 # -- the field in the kernel's form --------------------------------------------------------
@@ -517,8 +495,8 @@ def arguments(field):
         int(nx),
         int(ny),
         _joined([terrain.flat for terrain in terrains]),
-        np.ascontiguousarray(field._above.tol, dtype=np.float64),
-        np.zeros(1) if anti is None else np.ascontiguousarray(anti, dtype=np.float64),
+        _read_only(field._above.tol),
+        _read_only(np.zeros(1) if anti is None else anti),
         anti is not None,
         field.surface == "BILINEAR",
         field.solid,
@@ -532,7 +510,7 @@ def arguments(field):
         np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64),
         counts,
         np.array([stride for _, _, stride in levels], dtype=np.int64),
-        np.array([size for size, _, _ in levels], dtype=np.float64),
+        _read_only([size for size, _, _ in levels]),
         reach_first,
         reach_levels,
         inner_first,
@@ -543,5 +521,13 @@ def arguments(field):
 def _joined(arrays):
     """One contiguous float64 array of ``arrays`` end to end (no copy for one)."""
     if len(arrays) == 1:
-        return np.ascontiguousarray(arrays[0], dtype=np.float64)
-    return np.concatenate(arrays).astype(np.float64, copy=False)
+        return _read_only(arrays[0])
+    return _read_only(np.concatenate(arrays))
+
+
+def _read_only(array):
+    """A read-only view: the kernel's arguments have one type whether an array is the
+    reference's own (read-only heights) or made here, so the kernel compiles once."""
+    view = np.ascontiguousarray(array, dtype=np.float64).view()
+    view.setflags(write=False)
+    return view
