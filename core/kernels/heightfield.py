@@ -133,6 +133,14 @@ def _surface_height(h00, h10, h01, h11, anti, bilinear, u, v):
 
 
 @njit(cache=True, error_model="numpy")
+def _cell_tolerance(h00, h10, h01, h11, spacing):
+    """The cell's touching tolerance, 2^-40 of its largest |corner height| or the largest
+    spacing (Heightfield's _cell_tolerance, from the corners at hand: no table to read)."""
+    magnitude = max(max(abs(h00), abs(h10)), max(abs(h01), abs(h11)))
+    return max(magnitude, spacing) * 2.0**-40
+
+
+@njit(cache=True, error_model="numpy")
 def _piece_root(g_start, g_end, start, end, tol, touch_at_start):
     """First point of [start, end] where the linear g is within tol of the surface or
     below it, inf where none (_piece_root)."""
@@ -233,7 +241,7 @@ def raycast(arguments, placement, origins, directions, max_distance, out, start,
     """Rays start ... stop - 1, one at a time (Heightfield._cast for each): returns the
     number of rows with non-finite input or a zero direction (see core/backend.py)."""
     x0, y0, dx, dy, nx, ny = arguments[:6]
-    heights, cell_tol, anti_of, has_anti, bilinear, solid = arguments[6:12]
+    heights, spacing, anti_of, has_anti, bilinear, solid = arguments[6:12]
     zmin, top_above, top_mirror, slack_x, slack_y = arguments[12:17]
     block_max, nodes, node_offset, node_count, node_stride, node_size = arguments[17:23]
     reach_first, reach_levels, inner_first, inner_levels = arguments[23:27]
@@ -373,19 +381,19 @@ def raycast(arguments, placement, origins, directions, max_distance, out, start,
                         cbx = (i + px - U0) * inv_du
                         cby = (j + py - V0) * inv_dv
                         tb = _maximum(_minimum(_minimum(cbx, cby), tf), ta)
-                        k = j * nx + i
-                        corner = heights_at + k
+                        corner = heights_at + j * nx + i
                         h00, h10 = heights[corner], heights[corner + 1]
                         h01, h11 = heights[corner + nx], heights[corner + nx + 1]
+                        tol = _cell_tolerance(h00, h10, h01, h11, spacing)
                         if bilinear:
                             found, t, grad_u, grad_v = _cell_bilinear(
-                                h00, h10, h01, h11, cell_tol[k],
+                                h00, h10, h01, h11, tol,
                                 i, j, U0, V0, wz, du, dv, dz, ta, tb,
                             )  # fmt: skip
                         else:
                             a = anti_of[j * (nx - 1) + i] if has_anti else 0.0
                             found, t, grad_u, grad_v = _cell_triangles(
-                                h00, h10, h01, h11, cell_tol[k], has_anti, a,
+                                h00, h10, h01, h11, tol, has_anti, a,
                                 i, j, U0, V0, wz, du, dv, dz, ta, tb,
                             )  # fmt: skip
                         if found:
@@ -472,12 +480,12 @@ def _levels(hierarchies, which):
 def arguments(field):
     """The tuple of Heightfield._kernel_arguments: placement and size of the grid
     (x0, y0, dx, dy, nx, ny); heights (flat, the mirror's heights after them for a
-    surface), cell tolerances, diagonals (1.0 where anti), has diagonals, BILINEAR,
-    solid; zmin, the terrain's and the mirror's top, the footprint slack in x and y;
-    block maxima (the mirror's after them); the skip levels of both hierarchies as one
-    flat array of nodes with per-level offset, count, stride and size; per terrain its
-    first pyramid level and count, and its first cell-skip level and count. Everything
-    is the reference's own arrays (_Terrain), concatenated only for a surface."""
+    surface), the largest spacing (for the cells' tolerances), diagonals (1.0 where
+    anti), has diagonals, BILINEAR, solid; zmin, the terrain's and the mirror's top, the
+    footprint slack in x and y; block maxima (the mirror's after them); the skip levels of
+    both hierarchies as one flat array of nodes with per-level offset, count, stride and
+    size; per terrain its first pyramid level and count, and its first cell-skip level
+    and count. The arrays are the reference's own (_Terrain), joined only for a surface."""
     terrains = [field._above] if field.solid else [field._above, field._mirror]
     hierarchies = [terrain.hierarchy for terrain in terrains]
     reach, reach_first, reach_levels = _levels(hierarchies, 1)
@@ -495,7 +503,7 @@ def arguments(field):
         int(nx),
         int(ny),
         _joined([terrain.flat for terrain in terrains]),
-        _read_only(field._above.tol),
+        float(max(field.spacing)),
         _read_only(np.zeros(1) if anti is None else anti),
         anti is not None,
         field.surface == "BILINEAR",
