@@ -26,7 +26,13 @@ import numpy as np
 from numba import njit
 
 from ..heightfield import BLOCK, FINE_SKIPS, TINY
-from .rays import INF, finite, load, normal_to_world, store_ray_hit, to_local, unit
+from .rays import INF, finite, load, normal_to_world, store_ray_hit, to_local, transform, unit
+
+# Rays are traced in the order of the block they start over (_coherent_order) when a
+# thread has at least SORT_MIN_RAYS of them and the terrain has at least SORT_MIN_CELLS
+# heights (smaller ones stay in the cache anyway).
+SORT_MIN_RAYS = 256
+SORT_MIN_CELLS = 1 << 14
 
 
 # numpy's NaN semantics, where a NaN may reach: np.minimum/np.maximum propagate it,
@@ -234,12 +240,47 @@ def _cell_bilinear(h00, h10, h01, h11, tol, i, j, U0, V0, oz, du, dv, dz, ta, tb
     return True, ta + distance, a + c * v, b + c * u
 
 
+@njit(cache=True, error_model="numpy")
+def _coherent_order(arguments, placement, origins, start, stop):
+    """Rays start ... stop - 1 in the order of the block their origin lies over (a
+    counting sort): rays traced one after another then read the same heights and
+    hierarchy nodes, which stay in the cache, instead of one random spot of a large
+    terrain each."""
+    x0, y0, dx, dy, nx, ny = arguments[:6]
+    nbx = -(-(nx - 1) // BLOCK)
+    nby = -(-(ny - 1) // BLOCK)
+    count = stop - start
+    keys = np.empty(count, dtype=np.int64)
+    starts = np.zeros(nbx * nby + 1, dtype=np.int64)
+    inverse, translation = placement[1], placement[2]
+    for r in range(count):
+        ox, oy, oz = load(origins, start + r)
+        if placement[0]:
+            ox, oy, oz = transform(
+                inverse, ox - translation[0], oy - translation[1], oz - translation[2]
+            )
+        column = (ox - x0) / dx * (1.0 / BLOCK)
+        line = (oy - y0) / dy * (1.0 / BLOCK)
+        key = 0
+        if abs(column) < INF and abs(line) < INF:
+            key = int(min(max(line, 0.0), nby - 1.0)) * nbx + int(min(max(column, 0.0), nbx - 1.0))
+        keys[r] = key
+        starts[key + 1] += 1
+    for key in range(nbx * nby):
+        starts[key + 1] += starts[key]
+    order = np.empty(count, dtype=np.int64)
+    for r in range(count):
+        order[starts[keys[r]]] = start + r
+        starts[keys[r]] += 1
+    return order
+
+
 # Divisions by zero give inf or NaN as in numpy (the reference divides freely, e.g. by a
 # zero direction component) instead of raising; the helpers above are inlined into it.
 @njit(cache=True, nogil=True, error_model="numpy")
-def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
+def _trace(arguments, placement, origins, directions, max_distance, out, start, stop):
     """Rays start ... stop - 1, one at a time (Heightfield._cast for each): returns the
-    number of rows with non-finite input or a zero direction (see core/backend.py)."""
+    number of rows with non-finite input or a zero direction."""
     x0, y0, dx, dy, nx, ny = arguments[:6]
     heights, spacing, anti_of, has_anti, bilinear, solid = arguments[6:12]
     zmin, top_above, top_mirror, slack_x, slack_y = arguments[12:17]
@@ -539,3 +580,52 @@ def _read_only(array):
     view = np.ascontiguousarray(array, dtype=np.float64).view()
     view.setflags(write=False)
     return view
+
+
+@njit(cache=True, nogil=True)
+def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
+    """Rays start ... stop - 1 (see core/backend.py): traced in their order, or on a large
+    terrain in the order of the block they start over (_coherent_order), so that rays
+    traced one after another read the same heights and nodes from the cache instead of
+    one random spot of the terrain each. The rays are gathered into that order and the
+    results scattered back in short loops of their own (whose memory accesses overlap;
+    inside the long walk they would wait one by one)."""
+    count = stop - start
+    nx, ny = arguments[4], arguments[5]
+    if count < SORT_MIN_RAYS or nx * ny < SORT_MIN_CELLS:
+        return _trace(arguments, placement, origins, directions, max_distance, out, start, stop)
+    order = _coherent_order(arguments, placement, origins, start, stop)
+    hit, distance, point, normal, cell = out
+    ordered_origins = np.empty((count, 3))
+    ordered_directions = np.empty((count, 3))
+    per_ray = max_distance.shape[0] == origins.shape[0]
+    limits = np.empty(count if per_ray else 1)
+    if not per_ray:
+        limits[0] = max_distance[0]
+    for k in range(count):
+        row = order[k]
+        for axis in range(3):
+            ordered_origins[k, axis] = origins[row, axis]
+            ordered_directions[k, axis] = directions[row, axis]
+        if per_ray:
+            limits[k] = max_distance[row]
+    results = (
+        np.empty(count, dtype=np.bool_),
+        np.empty(count),
+        np.empty((count, 3)),
+        np.empty((count, 3)),
+        np.empty((count, 2), dtype=np.int64),
+    )
+    bad = _trace(
+        arguments, placement, ordered_origins, ordered_directions, limits, results, 0, count
+    )
+    for k in range(count):
+        row = order[k]
+        hit[row] = results[0][k]
+        distance[row] = results[1][k]
+        for axis in range(3):
+            point[row, axis] = results[2][k, axis]
+            normal[row, axis] = results[3][k, axis]
+        cell[row, 0] = results[4][k, 0]
+        cell[row, 1] = results[4][k, 1]
+    return bad

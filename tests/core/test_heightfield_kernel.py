@@ -87,7 +87,8 @@ def test_random_terrains(surface, diagonal, solid):
 @pytest.mark.parametrize("surface", ["TRIANGLES", "BILINEAR"])
 def test_large_grid_many_levels_parallel_and_serial(surface, solid):
     """A 300 x 200 grid (blocks, a partial last block, four pyramid levels) with spikes
-    and a plateau; 20,000 rays run the parallel loop, 500 the serial one."""
+    and a plateau, large enough for the rays to be traced in block order; 20,000 rays run
+    on several threads, 500 on one."""
     rng = np.random.default_rng(7)
     y, x = np.mgrid[0:200, 0:300]
     heights = 20 * np.sin(x / 23.0) * np.cos(y / 31.0) + rng.normal(0, 0.5, (200, 300))
@@ -100,8 +101,11 @@ def test_large_grid_many_levels_parallel_and_serial(surface, solid):
     assert len(origins) >= PARALLEL_MIN
     expected = assert_same(field, origins, directions)
     assert 0.2 < expected.hit.mean() < 0.95
-    assert_same(field, origins[:500], directions[:500])
+    assert_same(field, origins[:500], directions[:500], rng.uniform(0, 30, 500))
     assert_same(field, origins[0], directions[0])  # one ray as (3,)
+    matrix = np.diag([2.0, 0.5, 1.5, 1.0])
+    matrix[:3, 3] = (1.0, -2.0, 0.5)
+    assert_same(Placed(field, matrix), origins[:3000], directions[:3000], 40.0)
 
 
 @pytest.mark.parametrize("solid", [True, False])
