@@ -5,7 +5,9 @@
 For each grid size, in the same run and on the same triangles (two per cell, split along
 (i, j)-(i+1, j+1) as our TRIANGLES surface): 100k rays from above the terrain with a random
 tilt of up to 45 degrees; rays/s of Heightfield(method="EXACT") and (method="MARCH") over
-the whole batch (and of surface="BILINEAR" for reference), of a Python loop of
+the whole batch (and of surface="BILINEAR" for reference; and of solid=False, the surface
+alone, for the same rays and for their mirror images from below the terrain), of a Python
+loop of
 mathutils.bvhtree.BVHTree.ray_cast over a 20k-ray subset,
 and of embreex (optional) over the whole batch; build times of our hierarchy and of the
 embreex scene; and the largest difference between our TRIANGLES hits and BVHTree's (and
@@ -130,6 +132,14 @@ def bench(n, count, rng):
     )
     bilinear = Heightfield(heights, surface="BILINEAR")
     bilinear_rate = count / best_time(lambda: raycast(bilinear, origins, directions), repeat=3)
+    # The surface alone (solid=False): the same rays, and their mirror images from below.
+    surface = Heightfield(heights, solid=False)
+    from_below = origins * [1, 1, -1] + [0, 0, heights.min() + heights.max()]
+    upward = directions * [1, 1, -1]
+    raycast(surface, origins[:1], directions[:1])  # builds both hierarchies
+    raycast(surface, from_below[:1], upward[:1])
+    surface_above_rate = count / best_time(lambda: raycast(surface, origins, directions), repeat=3)
+    surface_below_rate = count / best_time(lambda: raycast(surface, from_below, upward), repeat=3)
     march_rate = count / best_time(
         lambda: hits.update(march=raycast(march, origins, directions)), repeat=1
     )
@@ -161,6 +171,8 @@ def bench(n, count, rng):
         "exact": exact_rate,
         "march": march_rate,
         "bilinear": bilinear_rate,
+        "surface_above": surface_above_rate,
+        "surface_below": surface_below_rate,
         "bvh": bvh_rate,
         "embreex": emb,
         "build_ms": build * 1e3,
@@ -245,6 +257,8 @@ def main():
         "EXACT/BVHTree",
         "EXACT/embreex",
         "EXACT BILINEAR",
+        "SURFACE above",
+        "SURFACE below",
     ]
     rows = [
         [
@@ -259,6 +273,8 @@ def main():
             ratio(r["exact"], r["bvh"]),
             ratio(r["exact"], r["embreex"]),
             rate(r["bilinear"]),
+            rate(r["surface_above"]),
+            rate(r["surface_below"]),
         ]
         for r in results
     ]

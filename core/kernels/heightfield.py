@@ -1,5 +1,5 @@
-"""Compiled ray vs Heightfield (EXACT): the one-ray form of core/heightfield.py, which stays
-the reference and documents the math.
+"""Compiled ray vs Heightfield (EXACT): the one-ray form of core/heightfield/ (shape.py,
+walk.py, surfaces.py), which stays the reference and documents the math.
 
 Per ray, as the reference does for all rays at once: clip to the footprint box, skip by the
 max hierarchy (one skip per pyramid level, coarsest first, then FINE_SKIPS at the block
@@ -25,7 +25,8 @@ import math
 import numpy as np
 from numba import njit
 
-from ..heightfield import BLOCK, FINE_SKIPS, TINY
+from ..heightfield.grid import BLOCK
+from ..heightfield.walk import FINE_SKIPS, TINY
 from .rays import INF, finite, load, normal_to_world, store_ray_hit, to_local, transform, unit
 
 # Rays are traced in the order of the block they start over (_coherent_order) when a
@@ -60,7 +61,7 @@ def _fmax(a, b):
 @njit(cache=True, error_model="numpy")
 def _node_index(count, stride, size, U, V):
     """Index of the padded node at grid point (U, V) in a level of ``count`` nodes (see
-    _Terrain.hierarchy and _node_tops); a point off the level (or NaN) clips as numpy's
+    grid.Terrain.hierarchy and walk.node_tops); a point off the level (or NaN) clips as numpy's
     float-to-index trick does."""
     column = np.floor(U * (1.0 / size))
     row = np.floor(V * (1.0 / size))
@@ -74,7 +75,7 @@ def _node_index(count, stride, size, U, V):
 
 @njit(cache=True, error_model="numpy")
 def _slab(p0, dp, lo, hi, slack):
-    """Interval of t where p0 + t dp lies in [lo, hi] (_slab)."""
+    """Interval of t where p0 + t dp lies in [lo, hi] (shape._slab)."""
     inverse = 1.0 / dp
     ta = (lo - p0) * inverse
     tb = (hi - p0) * inverse
@@ -118,7 +119,7 @@ def _clip_solid(U0, V0, oz, du, dv, dz, limit, nx, ny, zmin, top, slack_x, slack
 
 @njit(cache=True, error_model="numpy")
 def _surface_height(h00, h10, h01, h11, anti, bilinear, u, v):
-    """Height at (u, v) of a cell (Heightfield._surface_at): the bilinear patch, or the
+    """Height at (u, v) of a cell (surfaces.surface_at): the bilinear patch, or the
     triangle holding the point (split along u + v = 1 where ``anti``)."""
     if bilinear:
         a, b, c = h10 - h00, h01 - h00, h00 - h10 - h01 + h11
@@ -141,7 +142,7 @@ def _surface_height(h00, h10, h01, h11, anti, bilinear, u, v):
 @njit(cache=True, error_model="numpy")
 def _cell_tolerance(h00, h10, h01, h11, spacing):
     """The cell's touching tolerance, 2^-40 of its largest |corner height| or the largest
-    spacing (Heightfield's _cell_tolerance, from the corners at hand: no table to read)."""
+    spacing (grid.tolerances, from the corners at hand: no table to read)."""
     magnitude = max(max(abs(h00), abs(h10)), max(abs(h01), abs(h11)))
     return max(magnitude, spacing) * 2.0**-40
 
@@ -149,7 +150,7 @@ def _cell_tolerance(h00, h10, h01, h11, spacing):
 @njit(cache=True, error_model="numpy")
 def _piece_root(g_start, g_end, start, end, tol, touch_at_start):
     """First point of [start, end] where the linear g is within tol of the surface or
-    below it, inf where none (_piece_root)."""
+    below it, inf where none (surfaces._piece_root)."""
     if g_start <= 0.0:
         return start
     if g_end < g_start and g_end <= tol:
@@ -163,7 +164,7 @@ def _piece_root(g_start, g_end, start, end, tol, touch_at_start):
 def _cell_triangles(h00, h10, h01, h11, tol, anti, a, i, j, U0, V0, oz, du, dv, dz, ta, tb):
     """(hit, t, grad_u, grad_v) of cell (i, j)'s two triangles on [ta, tb]: corner heights
     h00 ... h11, the cell's tolerance, split along u + v = 1 if ``anti`` (``a`` 1.0, else
-    0.0) (Heightfield._test_triangles, expression for expression)."""
+    0.0) (surfaces.test_triangles, expression for expression)."""
     ua = U0 + ta * du - i
     va = V0 + ta * dv - j
     curl = (h00 - h10) + (h11 - h01)
@@ -204,7 +205,7 @@ def _cell_triangles(h00, h10, h01, h11, tol, anti, a, i, j, U0, V0, oz, du, dv, 
 @njit(cache=True, error_model="numpy")
 def _cell_bilinear(h00, h10, h01, h11, tol, i, j, U0, V0, oz, du, dv, dz, ta, tb):
     """(hit, t, grad_u, grad_v) of cell (i, j)'s bilinear patch on [ta, tb]
-    (Heightfield._test_bilinear, expression for expression)."""
+    (surfaces.test_bilinear, expression for expression)."""
     a, b, c = h10 - h00, h01 - h00, (h00 - h10) + (h11 - h01)
     ua = U0 + ta * du - i
     va = V0 + ta * dv - j
@@ -315,7 +316,7 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
             t0, t1, face = _clip_solid(
                 U0, V0, lz, du, dv, dz, limit * stretch, nx, ny, zmin, top_above, slack_x, slack_y
             )
-        else:  # _cast_surface: the footprint between the mirror's and the terrain's tops
+        else:  # Heightfield._cast_surface: the footprint between the mirror's and our tops
             enter_x, leave_x = _slab(U0, du, 0.0, nx - 1.0, slack_x)
             enter_y, leave_y = _slab(V0, dv, 0.0, ny - 1.0, slack_y)
             enter_z, leave_z = _slab(lz, dz, -top_mirror, top_above, 0.0)
@@ -343,7 +344,7 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
         grad_v = 0.0
         cell_i = -1
         cell_j = -1
-        # -- _start_walk: one skip per pyramid level, coarsest first ---------------------
+        # -- walk.start_walk: one skip per pyramid level, coarsest first ---------------------
         tc = t0
         if t0 <= t1:
             inv_dz = 1.0 / dz if dz < 0 else 0.0
@@ -364,8 +365,8 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
                     down = (top - wz) * inv_dz
                 tc = _maximum(tc, _minimum(tc + size * inv_chebyshev, down))
         if t0 <= t1 and tc <= t1:
-            # -- _walk: blocks, then the cells of each block the ray comes down into -----
-            # Rays parallel to grid lines: +-TINY toward the middle (see _start_walk).
+            # -- walk.walk: blocks, then the cells of each block the ray comes down into -----
+            # Rays parallel to grid lines: +-TINY toward the middle (see walk.start_walk).
             if du == 0:
                 du = -TINY if U0 > 0.5 * (nx - 1) else TINY
             if dv == 0:
@@ -376,7 +377,7 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
             py = 1.0 if dv > 0 else 0.0
             sx = 1 if du > 0 else -1
             sy = 1 if dv > 0 else -1
-            negative = min(dz, 0.0)  # 1 / dz for descending rays, else 0, as _enter_block
+            negative = min(dz, 0.0)  # 1 / dz for descending rays, else 0, as walk._enter_block
             inv_dz = negative / (negative * negative + (1.0 if dz >= 0 else 0.0))
             inv_chebyshev = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
             heights_at = terrain * cells
@@ -397,7 +398,7 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
                 block = (Jb // BLOCK) * nbx + Ib // BLOCK
                 top = block_max[blocks_at + min(max(block, 0), blocks - 1)]
                 if zlow <= top:  # block tops include the cells' tolerances
-                    # -- _enter_block: from where the ray comes down to the block max ----
+                    # -- walk._enter_block: from where the ray comes down to the block max ----
                     to_top = (top - wz) / dz
                     ta = _fmax(tc, to_top) if dz < 0 else tc
                     tf = _minimum(te, to_top) if dz > 0 else te
@@ -526,7 +527,7 @@ def arguments(field):
     footprint slack in x and y; block maxima (the mirror's after them); the skip levels of
     both hierarchies as one flat array of nodes with per-level offset, count, stride and
     size; per terrain its first pyramid level and count, and its first cell-skip level
-    and count. The arrays are the reference's own (_Terrain), joined only for a surface."""
+    and count. The arrays are the reference's own (grid.Terrain), joined only for a surface."""
     terrains = [field._above] if field.solid else [field._above, field._mirror]
     hierarchies = [terrain.hierarchy for terrain in terrains]
     reach, reach_first, reach_levels = _levels(hierarchies, 1)
