@@ -39,6 +39,7 @@ import contextlib
 import hashlib
 import importlib
 import os
+import shutil
 
 PARALLEL_MIN = 2048  # rays; below this one thread (handing blocks to threads costs ~50 us)
 
@@ -48,6 +49,7 @@ _numba_error = None  # why numba did not import, once tried
 _numba_checked = False
 _cache_dir = None  # set_cache_dir()
 _modules = {}
+_FOLDER_PREFIX = "geometry_queries-kernels-"
 _pool = None
 
 
@@ -131,7 +133,13 @@ def cache_dir() -> str:
             from numba.misc.appdirs import AppDirs
 
             root = AppDirs(appname="numba", appauthor=False).user_cache_dir
-    return os.path.join(root, f"geometry_queries-kernels-{_kernels_fingerprint()}")
+    folder = f"{_FOLDER_PREFIX}{_kernels_fingerprint()}"
+    if _cache_dir:  # our own directory: drop the kernels of earlier versions
+        with contextlib.suppress(OSError):
+            for old in os.listdir(_cache_dir):
+                if old.startswith(_FOLDER_PREFIX) and old != folder:
+                    shutil.rmtree(os.path.join(_cache_dir, old), ignore_errors=True)
+    return os.path.join(root, folder)
 
 
 def kernels(name: str):
