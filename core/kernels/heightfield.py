@@ -23,17 +23,51 @@ Arguments (Heightfield._kernel_arguments, made by ``arguments``): see ``argument
 import math
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ..heightfield.grid import BLOCK
 from ..heightfield.walk import FINE_SKIPS, TINY
 from .rays import INF, finite, load, normal_to_world, store_ray_hit, to_local, transform, unit
 
-# Rays are traced in the order of the block they start over (_coherent_order) when a
-# thread has at least SORT_MIN_RAYS of them and the terrain has at least SORT_MIN_CELLS
-# heights (smaller ones stay in the cache anyway).
+# Memory: on a terrain too large for the cache each ray reads a random spot of it. From
+# PREFETCH_MIN_CELLS heights the walk asks for what the ray AHEAD rays on will probably
+# read (_prefetch_ray); from SORT_MIN_CELLS heights, and SORT_MIN_RAYS rays per thread,
+# rays are also traced in the order of the block they start over (_coherent_order).
+# Measured (one thread, CPU time per ray, 100k rays from above): the 403 x 344 DEM 370 ns
+# plain, 280 prefetched, 300 sorted too; its 1024 x 1024 tiling 600 plain, 410
+# prefetched, 375 sorted, 315 both.
+PREFETCH_MIN_CELLS = 1 << 14
+AHEAD = 4
+SORT_MIN_CELLS = 1 << 19
 SORT_MIN_RAYS = 256
-SORT_MIN_CELLS = 1 << 14
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):
+    """Ask the CPU to start loading ``array[index]`` into the cache (LLVM's prefetch: read,
+    high locality); it never faults and changes no result."""
+
+    def codegen(context, builder, signature, arguments):
+        array_type = signature.args[0]
+        data = context.make_array(array_type)(context, builder, arguments[0])
+        pointer = cgutils.get_item_pointer(
+            context, builder, array_type, data, [arguments[1]], wraparound=False
+        )
+        byte_pointer = ir.IntType(8).as_pointer()
+        int32 = ir.IntType(32)
+        function = cgutils.get_or_insert_function(
+            builder.module,
+            ir.FunctionType(ir.VoidType(), [byte_pointer, int32, int32, int32]),
+            "llvm.prefetch.p0",
+        )
+        flags = [ir.Constant(int32, value) for value in (0, 3, 1)]
+        builder.call(function, [builder.bitcast(pointer, byte_pointer), *flags])
+        return context.get_dummy_value()
+
+    return types.void(array, index), codegen
 
 
 # numpy's NaN semantics, where a NaN may reach: np.minimum/np.maximum propagate it,
@@ -276,6 +310,40 @@ def _coherent_order(arguments, placement, origins, start, stop):
     return order
 
 
+@njit(inline="always")
+def _prefetch_ray(
+    origins, directions, row, placement, x0, y0, dx, dy, nx, ny, zmin, top, heights, nodes,
+    inner_at, inner_stride,
+):  # fmt: skip
+    """Start loading what ray ``row`` will probably read, a few rays ahead of the walk (on
+    a large terrain each ray reads a random spot of it, and the walk would wait for each
+    read): the heights and the cell-level skip node where it enters the box top and
+    halfway down to the lowest height."""
+    ox, oy, oz = load(origins, row)
+    ex, ey, ez = load(directions, row)
+    if placement[0]:
+        inverse, translation = placement[1], placement[2]
+        ox, oy, oz = transform(
+            inverse, ox - translation[0], oy - translation[1], oz - translation[2]
+        )
+        ex, ey, ez = transform(inverse, ex, ey, ez)
+    U0 = (ox - x0) / dx
+    V0 = (oy - y0) / dy
+    du = ex / dx
+    dv = ey / dy
+    enter = (top - oz) / ez if (ez < 0 and oz > top) else 0.0
+    bottom = (zmin - oz) / ez if ez < 0 else enter
+    for t in (enter, 0.5 * (enter + bottom)):
+        U = U0 + t * du
+        V = V0 + t * dv
+        if abs(U) < INF and abs(V) < INF:
+            i = int(min(max(U, 0.0), nx - 2.0))
+            j = int(min(max(V, 0.0), ny - 2.0))
+            _prefetch(heights, j * nx + i)
+            _prefetch(heights, (j + 1) * nx + i)
+            _prefetch(nodes, inner_at + (j + 1) * inner_stride + i + 1)
+
+
 # Divisions by zero give inf or NaN as in numpy (the reference divides freely, e.g. by a
 # zero direction component) instead of raising; the helpers above are inlined into it.
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -293,8 +361,16 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
     blocks = nbx * nby
     step = 1 if max_distance.shape[0] == origins.shape[0] else 0
     hit, distance, point, normal, cell = out
+    prefetching = cells >= PREFETCH_MIN_CELLS
+    inner_at = node_offset[inner_first[0]]
+    inner_stride = node_stride[inner_first[0]]
     bad = 0
     for row in range(start, stop):
+        if prefetching and row + AHEAD < stop:
+            _prefetch_ray(
+                origins, directions, row + AHEAD, placement, x0, y0, dx, dy, nx, ny,
+                zmin, top_above, heights, nodes, inner_at, inner_stride,
+            )  # fmt: skip
         ox, oy, oz = load(origins, row)
         ex, ey, ez = load(directions, row)
         ux, uy, uz = unit(ex, ey, ez)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from core import Heightfield, Placed, raycast
-from core.backend import PARALLEL_MIN, use
+from core.backend import PARALLEL_MIN, kernels, use
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -86,9 +86,9 @@ def test_random_terrains(surface, diagonal, solid):
 @pytest.mark.parametrize("solid", [True, False])
 @pytest.mark.parametrize("surface", ["TRIANGLES", "BILINEAR"])
 def test_large_grid_many_levels_parallel_and_serial(surface, solid):
-    """A 300 x 200 grid (blocks, a partial last block, four pyramid levels) with spikes
-    and a plateau, large enough for the rays to be traced in block order; 20,000 rays run
-    on several threads, 500 on one."""
+    """A 300 x 200 grid (blocks, a partial last block, four pyramid levels, rays
+    prefetched) with spikes and a plateau; 20,000 rays run on several threads, 500 on
+    one."""
     rng = np.random.default_rng(7)
     y, x = np.mgrid[0:200, 0:300]
     heights = 20 * np.sin(x / 23.0) * np.cos(y / 31.0) + rng.normal(0, 0.5, (200, 300))
@@ -106,6 +106,21 @@ def test_large_grid_many_levels_parallel_and_serial(surface, solid):
     matrix = np.diag([2.0, 0.5, 1.5, 1.0])
     matrix[:3, 3] = (1.0, -2.0, 0.5)
     assert_same(Placed(field, matrix), origins[:3000], directions[:3000], 40.0)
+
+
+@pytest.mark.parametrize("solid", [True, False])
+def test_terrain_large_enough_to_sort_the_rays(solid):
+    """800 x 700 heights: rays prefetched and traced in block order (gathered, results
+    scattered back), with per-ray limits and a placement."""
+    rng = np.random.default_rng(11)
+    y, x = np.mgrid[0:700, 0:800]
+    heights = 30 * np.sin(x / 37.0) * np.cos(y / 53.0) + rng.normal(0, 0.3, (700, 800))
+    field = Heightfield(heights, (1.0, 1.25), (5.0, -20.0), solid=solid)
+    assert heights.size >= kernels("heightfield").SORT_MIN_CELLS
+    origins, directions = rays(rng, heights, (1.0, 1.25), (5.0, -20.0), 20_000)
+    assert_same(field, origins, directions, rng.uniform(0, 500, len(origins)))
+    matrix = np.diag([0.5, 2.0, 1.0, 1.0])
+    assert_same(Placed(field, matrix), origins, directions)
 
 
 @pytest.mark.parametrize("solid", [True, False])
