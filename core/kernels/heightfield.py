@@ -669,13 +669,16 @@ def raycast(arguments, placement, origins, directions, max_distance, out, start,
     inside the long walk they would wait one by one)."""
     count = stop - start
     nx, ny = arguments[4], arguments[5]
+    # The limits always as an array made here (max_distance may come read-only), so that
+    # both calls of _trace have the same argument types: it compiles once.
+    per_ray = max_distance.shape[0] == origins.shape[0]
     if count < SORT_MIN_RAYS or nx * ny < SORT_MIN_CELLS:
-        return _trace(arguments, placement, origins, directions, max_distance, out, start, stop)
+        limits = max_distance.copy()
+        return _trace(arguments, placement, origins, directions, limits, out, start, stop)
     order = _coherent_order(arguments, placement, origins, start, stop)
     hit, distance, point, normal, cell = out
     ordered_origins = np.empty((count, 3))
     ordered_directions = np.empty((count, 3))
-    per_ray = max_distance.shape[0] == origins.shape[0]
     limits = np.empty(count if per_ray else 1)
     if not per_ray:
         limits[0] = max_distance[0]
@@ -693,8 +696,9 @@ def raycast(arguments, placement, origins, directions, max_distance, out, start,
         np.empty((count, 3)),
         np.empty((count, 2), dtype=np.int64),
     )
+    first = start - start  # 0, not the literal 0 (a literal would compile _trace again)
     bad = _trace(
-        arguments, placement, ordered_origins, ordered_directions, limits, results, 0, count
+        arguments, placement, ordered_origins, ordered_directions, limits, results, first, count
     )
     for k in range(count):
         row = order[k]
