@@ -1,4 +1,5 @@
-"""Rays/s of the analytic core queries against Blender's BVHTree loop and embreex, in one run.
+"""Rays/s of the analytic core queries (both backends) against MuJoCo, Blender's BVHTree loop
+and embreex, in one run.
 
     .venv/bin/python bench/bench_core.py
 
@@ -14,11 +15,14 @@ import tracemalloc
 import common  # noqa: F401  (sys.path, BLENDER_USER_RESOURCES)
 import numpy as np
 from common import (
+    agreement,
     best_time,
     bvhtree_loop_rate,
     cylinder_mesh,
     embreex_rate,
     embreex_scene,
+    mujoco_geom,
+    mujoco_rate,
     print_table,
     rate,
     ratio,
@@ -27,6 +31,7 @@ from common import (
 )
 
 from core import Cylinder, Sphere, raycast, sphere_cast
+from core.backend import threads, use
 
 SIZES = (100_000, 1_000_000)
 
@@ -65,6 +70,14 @@ def peak_memory_ratio(shape, n=10_000_000):
     return peak / (inputs + outputs), peak, inputs + outputs
 
 
+def timed_on(backend, function):
+    """Best time of ``function`` on ``backend`` (after one call: the numba kernels compile on
+    their first call, which bench_first_use.py measures)."""
+    with use(backend):
+        function()
+        return best_time(function)
+
+
 def main():
     rng = np.random.default_rng(0)
     origins, directions = rays_toward(rng, max(SIZES), np.zeros(3), 1.2)
@@ -74,51 +87,87 @@ def main():
     cylinder_mesh_ = cylinder_mesh(1.0, 2.0, 32)
 
     rows = []
-    for name, shape, mesh in (
-        ("ray-sphere", sphere, sphere_mesh),
-        ("ray-cylinder", cylinder, cylinder_mesh_),
+    agreement_rows = []
+    for name, shape, mesh, geom in (
+        ("ray-sphere", sphere, sphere_mesh, '<geom type="sphere" size="1"/>'),
+        ("ray-cylinder", cylinder, cylinder_mesh_, '<geom type="cylinder" size="1 1"/>'),
     ):
         bvh = bvhtree_loop_rate(*mesh, origins, directions)
         scene = embreex_scene(*mesh)
+        batch = mujoco_geom(geom)
         for n in SIZES:
-            ours = n / best_time(
-                lambda shape=shape, n=n: raycast(shape, origins[:n], directions[:n])
-            )
-            embree = embreex_rate(scene, origins[:n], directions[:n])
+            rays = origins[:n], directions[:n]
+            compiled = n / timed_on("numba", lambda shape=shape, rays=rays: raycast(shape, *rays))
+            reference = n / timed_on("numpy", lambda shape=shape, rays=rays: raycast(shape, *rays))
+            mujoco, mujoco_distance = mujoco_rate(batch, *rays)
+            embree = embreex_rate(scene, *rays)
             rows.append(
                 (
                     name,
                     f"{n:,}",
-                    rate(ours),
+                    rate(compiled),
+                    rate(reference),
+                    rate(mujoco),
                     rate(bvh),
                     rate(embree),
-                    ratio(ours, bvh),
-                    ratio(ours, embree),
+                    ratio(compiled, reference),
+                    ratio(compiled, mujoco),
+                    ratio(compiled, bvh),
+                    ratio(compiled, embree),
                 )
             )
+            if mujoco_distance is not None:
+                differ, relative = agreement(raycast(shape, *rays).distance, mujoco_distance)
+                agreement_rows.append((name, f"{n:,}", differ, f"{relative:.1e}"))
     ends = origins + directions
     bvh = bvhtree_loop_rate(*sphere_mesh, origins, directions)
     scene = embreex_scene(*sphere_mesh)
     for n in SIZES:
-        ours = n / best_time(lambda n=n: sphere_cast(sphere, origins[:n], ends[:n], 0.1))
+        cast = (origins[:n], ends[:n], 0.1)
+        compiled = n / timed_on("numba", lambda cast=cast: sphere_cast(sphere, *cast))
+        reference = n / timed_on("numpy", lambda cast=cast: sphere_cast(sphere, *cast))
         embree = embreex_rate(scene, origins[:n], directions[:n])
         rows.append(
             (
                 "sphere cast r=0.1",
                 f"{n:,}",
-                rate(ours),
+                rate(compiled),
+                rate(reference),
+                "n/a",
                 rate(bvh),
                 rate(embree),
-                ratio(ours, bvh),
-                ratio(ours, embree),
+                ratio(compiled, reference),
+                "n/a",
+                ratio(compiled, bvh),
+                ratio(compiled, embree),
             )
         )
     print_table(
-        "Analytic queries (BVHTree and embreex ray-cast the tessellated mesh; "
-        "the sphere cast is compared with their ray casts)",
-        ("query", "rays", "ours", "BVHTree loop", "embreex", "vs BVHTree", "vs embreex"),
+        f"Analytic queries, {threads()} thread(s) for numba (NUMBA_NUM_THREADS); MuJoCo 4 "
+        "Batch.ray with one thread (distances only); BVHTree and embreex ray-cast the "
+        "tessellated mesh (the sphere cast is compared with their ray casts)",
+        (
+            "query",
+            "rays",
+            "numba",
+            "numpy",
+            "MuJoCo",
+            "BVHTree loop",
+            "embreex",
+            "vs numpy",
+            "vs MuJoCo",
+            "vs BVHTree",
+            "vs embreex",
+        ),
         rows,
     )
+    if agreement_rows:
+        print_table(
+            "Answers against MuJoCo (same rays): rays whose hit/miss differ, largest relative "
+            "distance difference",
+            ("query", "rays", "hit/miss differ", "max relative difference"),
+            agreement_rows,
+        )
 
     error_rows = []
     for name, shape, mesh, radius in (

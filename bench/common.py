@@ -13,6 +13,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="gq-bench-"))
 
+import bpy  # noqa: E402, F401  (after BLENDER_USER_RESOURCES; makes bmesh and mathutils importable)
 import numpy as np  # noqa: E402
 
 
@@ -29,7 +30,6 @@ def best_time(function, repeat=10):
 def bmesh_triangles(build):
     """(vertices (V, 3) float64, triangles (T, 3) int) of a bmesh made by ``build(bm)``."""
     import bmesh
-    import bpy  # noqa: F401  (makes bmesh importable)
 
     bm = bmesh.new()
     build(bm)
@@ -43,7 +43,6 @@ def bmesh_triangles(build):
 
 def uv_sphere_mesh(radius=1.0, segments=32, rings=16):
     import bmesh
-    import bpy  # noqa: F401  (makes bmesh importable)
 
     return bmesh_triangles(
         lambda bm: bmesh.ops.create_uvsphere(
@@ -54,7 +53,6 @@ def uv_sphere_mesh(radius=1.0, segments=32, rings=16):
 
 def cylinder_mesh(radius=1.0, depth=2.0, segments=32):
     import bmesh
-    import bpy  # noqa: F401  (makes bmesh importable)
 
     return bmesh_triangles(
         lambda bm: bmesh.ops.create_cone(
@@ -115,6 +113,41 @@ def embreex_rate(scene, origins, directions):
     )
     scene.run(origins32[:1000], directions32[:1000], output=1)  # warm-up / lazy build
     return len(origins) / best_time(lambda: scene.run(origins32, directions32, output=1))
+
+
+def mujoco_geom(geom_xml):
+    """A MuJoCo 4 ray batch (``mujoco.batch.Batch``, one simulation, one thread: its fastest
+    ray path) over a model holding the one geom, or None when mujoco is not installed."""
+    try:
+        import mujoco
+        from mujoco.batch import Batch
+    except ImportError:
+        return None
+    model = mujoco.MjModel.from_xml_string(f"<mujoco><worldbody>{geom_xml}</worldbody></mujoco>")
+    return Batch(model, nsim=1, nthread=1)
+
+
+def mujoco_rate(batch, origins, directions):
+    """Rays/s of MuJoCo's Batch.ray over the whole batch (unit directions, so its distance is
+    in length units) and its distances (inf for a miss); (None, None) without mujoco."""
+    if batch is None:
+        return None, None
+    unit = directions / np.linalg.norm(directions, axis=1, keepdims=True)
+    batch.ray(origins[:1000], unit[:1000])  # warm-up
+    seconds = best_time(lambda: batch.ray(origins, unit))
+    distance, _ = batch.ray(origins, unit)
+    distance = distance[0]
+    return len(origins) / seconds, np.where(distance >= 0, distance, np.inf)
+
+
+def agreement(ours, theirs):
+    """(rays whose hit/miss differ, largest relative distance difference on common hits)."""
+    if theirs is None:
+        return None, None
+    both = np.isfinite(ours) & np.isfinite(theirs)
+    differ = int((np.isfinite(ours) != np.isfinite(theirs)).sum())
+    relative = np.abs(ours[both] - theirs[both]) / np.maximum(np.abs(ours[both]), 1e-300)
+    return differ, float(relative.max()) if both.any() else 0.0
 
 
 def rays_toward(rng, n, center, spread, distance=5.0):

@@ -13,18 +13,19 @@ How a shape plugs in (core/kernels/sphere.py is a complete example):
   (``@njit(cache=True, nogil=True)``, float64, no fastmath), each query on its own.
 * ``shape._kernel_arguments()`` returns the shape's parameters as a tuple (floats, float64
   arrays) that the module's kernels take first.
-* The module defines a function per query it supports, a plain loop over the rays
+* The module defines a function per query it supports, a loop over the rays
   ``range(start, stop)`` that returns how many of them were bad (non-finite input or a zero
   direction; core/rays.py then lets the numpy validation name the first one):
   ``raycast(arguments, placement, origins, directions, max_distance, out, start, stop)``
   and ``sphere_cast(arguments, placement, starts, ends, radius, out, start, stop)``.
   Rays are (N, 3) float64 (2D rows come with z = 0); ``max_distance`` / ``radius`` hold one
-  value for all or one per ray; ``placement`` (kernels.rays.placement) carries a Placed
+  value for all or one per ray; ``placement`` is None, or (kernels.rays.placement) a Placed
   wrapper's matrices, so the kernel moves each ray to local space and its hit back; ``out``
   is the tuple of (N, 3) / (N,) result arrays (hit, distance, point, normal[, cell]) for
   raycast (cell when the shape sets ``kernel_cells = True``) and (hit, distance, center,
-  point, normal) for sphere_cast. kernels/rays.py has the per-ray helpers (load, unit,
-  placement, store); a shape module adds its one-ray function and the loop.
+  point, normal) for sphere_cast. kernels/rays.py has the helpers: the loop goes over
+  blocks of ``BLOCK`` rays (read_block, then per ray ray_in_block, to_local, the shape's
+  one-ray function, normal_to_world, keep_hit; then write_ray_hits), see sphere.py.
 * :func:`kernel` runs a batch: in the calling thread below ``PARALLEL_MIN`` rays (small
   batches must not pay for threads), else split into one block per thread
   (``NUMBA_NUM_THREADS``, default: all cores), the kernels releasing the GIL. Threads of our

@@ -11,34 +11,45 @@ from numba import njit
 
 from ..cylinder import ON_WALL
 from .rays import (
+    BLOCK,
     INF,
-    finite,
-    load,
+    keep_hit,
     normal_to_world,
-    store_ray_hit,
+    ray_in_block,
+    read_block,
     to_local,
     transform,
     transform_transposed,
-    unit,
+    write_ray_hits,
 )
 
-MISS = (INF, 0.0, 0.0, 0.0)
 
-
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def ray_cylinder(p0, frame, height, radius, capped, ox, oy, oz, ux, uy, uz):
     """Distance and normal of one ray (unit direction) against the cylinder: the outward
     normal of the solid, or for the tube the wall's normal facing the ray."""
     x0, y0, z0 = transform(frame, ox - p0[0], oy - p0[1], oz - p0[2])
     dx, dy, dz = transform(frame, ux, uy, uz)
-    between_caps = z0 >= 0.0 and z0 <= height
+    t, radial_scale, cap = hit_in_frame(height, radius, capped, x0, y0, z0, dx, dy, dz)
+    # The normal in the frame: radial (the hit point's (x, y) scaled) or the cap's axis.
+    hit_x, hit_y = x0 + t * dx, y0 + t * dy
+    return (t, *transform_transposed(frame, hit_x * radial_scale, hit_y * radial_scale, cap))
+
+
+@njit(inline="always", error_model="numpy")
+def hit_in_frame(height, radius, capped, x0, y0, z0, dx, dy, dz):
+    """In the cylinder's frame: the distance, the factor that turns the hit point's (x, y)
+    into the radial normal (0 through a cap) and the normal's axis component (0 on the
+    side). (Comparisons as selects, not max/min calls: fewer functions for numba to
+    inline, see kernels/rays.py.)"""
+    between_caps = (z0 >= 0.0) & (z0 <= height)
     if capped and between_caps and x0 * x0 + y0 * y0 <= radius * radius:
-        return 0.0, 0.0, 0.0, 0.0  # origin inside or on the solid
+        return 0.0, 0.0, 0.0  # origin inside or on the solid
 
     # Infinite cylinder: the 2D ray-circle problem along the radial direction of length a.
     a = np.sqrt(dx * dx + dy * dy)
     along_axis = a == 0.0
-    inverse_a = 1.0 / max(a, 1e-300)
+    inverse_a = 1.0 / (a if a > 1e-300 else 1e-300)
     ex, ey = dx * inverse_a, dy * inverse_a
     closest = -(x0 * ex + y0 * ey)
     px, py = x0 + closest * ex, y0 + closest * ey
@@ -49,87 +60,68 @@ def ray_cylinder(p0, frame, height, radius, capped, ox, oy, oz, ux, uy, uz):
     side_leave = (closest + half_chord) * inverse_a
 
     if not capped:
-        # Open tube: the first wall crossing at or after 0 between the cap planes.
-        on_wall = abs(np.sqrt(x0 * x0 + y0 * y0) - radius) <= ON_WALL * radius
-        if on_wall and between_caps:
-            t = 0.0
-        elif along_axis or not crosses_wall:
-            return MISS
-        elif side_enter >= 0.0 and 0.0 <= z0 + side_enter * dz <= height:
-            t = side_enter
-        elif side_leave >= 0.0 and 0.0 <= z0 + side_leave * dz <= height:
-            t = side_leave
-        else:
-            return MISS
+        # Open tube: the first wall crossing at or after 0 between the cap planes (the
+        # numpy module's order: side_leave, then side_enter wins where it is one).
+        radial = np.sqrt(x0 * x0 + y0 * y0) - radius
+        on_wall = (radial if radial >= 0.0 else -radial) <= ON_WALL * radius
+        z_leave = z0 + side_leave * dz
+        z_enter = z0 + side_enter * dz
+        crossing = crosses_wall & ~along_axis
+        leave_on_wall = crossing & (side_leave >= 0.0) & (z_leave >= 0.0) & (z_leave <= height)
+        enter_on_wall = crossing & (side_enter >= 0.0) & (z_enter >= 0.0) & (z_enter <= height)
+        t = side_leave if leave_on_wall else INF
+        t = side_enter if enter_on_wall else t
+        t = 0.0 if on_wall & between_caps else t
         hit_x, hit_y = x0 + t * dx, y0 + t * dy
         facing = -1.0 if hit_x * dx + hit_y * dy > 0.0 else 1.0  # the normal faces the ray
-        scale = facing / max(np.sqrt(hit_x * hit_x + hit_y * hit_y), 1e-300)
-        nx, ny, nz = transform_transposed(frame, hit_x * scale, hit_y * scale, 0.0)
-        return t, nx, ny, nz
+        length = np.sqrt(hit_x * hit_x + hit_y * hit_y)
+        return t, facing / (length if length > 1e-300 else 1e-300), 0.0
 
     if not crosses_wall:
-        return MISS
+        return INF, 0.0, 0.0
     if along_axis:  # inside the infinite cylinder for all t
         side_enter, side_leave = -INF, INF
     # Slab between the caps; a ray parallel to them is inside it for all t or never.
     if dz == 0.0:
         if not between_caps:
-            return MISS
+            return INF, 0.0, 0.0
         slab_enter, slab_leave = -INF, INF
     else:
         inverse_dz = 1.0 / dz
         to_bottom = -z0 * inverse_dz
         to_top = to_bottom + height * inverse_dz
-        slab_enter, slab_leave = min(to_bottom, to_top), max(to_bottom, to_top)
-    enter = max(side_enter, slab_enter)
-    leave = min(side_leave, slab_leave)
+        slab_enter = to_bottom if to_bottom < to_top else to_top
+        slab_leave = to_bottom if to_bottom > to_top else to_top
+    enter = side_enter if side_enter > slab_enter else slab_enter
+    leave = side_leave if side_leave < slab_leave else slab_leave
     if not (enter <= leave and leave >= 0.0):
-        return MISS
-    t = max(enter, 0.0)
+        return INF, 0.0, 0.0
+    t = enter if enter > 0.0 else 0.0
     # Normal: the cap's -sign(dz) w when the slab set the entry, else radial.
     if slab_enter >= side_enter:
-        nx, ny, nz = transform_transposed(frame, 0.0, 0.0, 1.0 if dz < 0.0 else -1.0)
-    else:
-        hit_x, hit_y = x0 + t * dx, y0 + t * dy
-        scale = 1.0 / max(np.sqrt(hit_x * hit_x + hit_y * hit_y), 1e-300)
-        nx, ny, nz = transform_transposed(frame, hit_x * scale, hit_y * scale, 0.0)
-    return t, nx, ny, nz
+        return t, 0.0, 1.0 if dz < 0.0 else -1.0
+    hit_x, hit_y = x0 + t * dx, y0 + t * dy
+    length = np.sqrt(hit_x * hit_x + hit_y * hit_y)
+    return t, 1.0 / (length if length > 1e-300 else 1e-300), 0.0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
     p0, frame, height, radius, capped = arguments
     hit, distance, point, normal = out
-    step = 1 if max_distance.shape[0] == origins.shape[0] else 0  # per-ray limits or one
+    block = np.empty((11, BLOCK))
     bad = 0
-    for i in range(start, stop):
-        ox, oy, oz = load(origins, i)
-        dx, dy, dz = load(directions, i)
-        ux, uy, uz = unit(dx, dy, dz)
-        if not (finite(ox, oy, oz) and finite(dx, dy, dz)) or (ux == 0 and uy == 0 and uz == 0):
-            bad += 1
-            continue
-        lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
-        t, nx, ny, nz = ray_cylinder(p0, frame, height, radius, capped, lx, ly, lz, lux, luy, luz)
-        nx, ny, nz = normal_to_world(placement, nx, ny, nz)
-        limit = max_distance[i * step]
-        store_ray_hit(
-            hit,
-            distance,
-            point,
-            normal,
-            i,
-            t / stretch,
-            nx,
-            ny,
-            nz,
-            ox,
-            oy,
-            oz,
-            ux,
-            uy,
-            uz,
-            limit,
-            capped,
-        )
+    for begin in range(start, stop, BLOCK):
+        count = min(BLOCK, stop - begin)
+        read_block(origins, directions, begin, count, block)
+        for j in range(count):
+            ox, oy, oz, ux, uy, uz, valid = ray_in_block(block, j)
+            bad += 0 if valid else 1
+            lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
+            t, nx, ny, nz = ray_cylinder(
+                p0, frame, height, radius, capped, lx, ly, lz, lux, luy, luz
+            )
+            nx, ny, nz = normal_to_world(placement, nx, ny, nz)
+            keep_hit(block, j, t / stretch, nx, ny, nz)
+        write_ray_hits(block, begin, count, max_distance, capped, hit, distance, point, normal)
     return bad

@@ -30,7 +30,7 @@ from numba.extending import intrinsic
 
 from ..heightfield.grid import BLOCK
 from ..heightfield.walk import FINE_SKIPS, TINY
-from .rays import INF, finite, load, normal_to_world, store_ray_hit, to_local, transform, unit
+from .rays import INF, NAN, finite, normal_to_world, scaled_unit, to_local, transform
 
 # Memory: on a terrain too large for the cache each ray reads a random spot of it. From
 # PREFETCH_MIN_CELLS heights the walk asks for what the ray AHEAD rays on will probably
@@ -287,10 +287,10 @@ def _coherent_order(arguments, placement, origins, start, stop):
     count = stop - start
     keys = np.empty(count, dtype=np.int64)
     starts = np.zeros(nbx * nby + 1, dtype=np.int64)
-    inverse, translation = placement[1], placement[2]
     for r in range(count):
-        ox, oy, oz = load(origins, start + r)
-        if placement[0]:
+        ox, oy, oz = origins[start + r, 0], origins[start + r, 1], origins[start + r, 2]
+        if placement is not None:
+            inverse, translation = placement[0], placement[1]
             ox, oy, oz = transform(
                 inverse, ox - translation[0], oy - translation[1], oz - translation[2]
             )
@@ -319,10 +319,10 @@ def _prefetch_ray(
     a large terrain each ray reads a random spot of it, and the walk would wait for each
     read): the heights and the cell-level skip node where it enters the box top and
     halfway down to the lowest height."""
-    ox, oy, oz = load(origins, row)
-    ex, ey, ez = load(directions, row)
-    if placement[0]:
-        inverse, translation = placement[1], placement[2]
+    ox, oy, oz = origins[row, 0], origins[row, 1], origins[row, 2]
+    ex, ey, ez = directions[row, 0], directions[row, 1], directions[row, 2]
+    if placement is not None:
+        inverse, translation = placement[0], placement[1]
         ox, oy, oz = transform(
             inverse, ox - translation[0], oy - translation[1], oz - translation[2]
         )
@@ -371,10 +371,10 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
                 origins, directions, row + AHEAD, placement, x0, y0, dx, dy, nx, ny,
                 zmin, top_above, heights, nodes, inner_at, inner_stride,
             )  # fmt: skip
-        ox, oy, oz = load(origins, row)
-        ex, ey, ez = load(directions, row)
-        ux, uy, uz = unit(ex, ey, ez)
-        if not (finite(ox, oy, oz) and finite(ex, ey, ez)) or (ux == 0 and uy == 0 and uz == 0):
+        ox, oy, oz = origins[row, 0], origins[row, 1], origins[row, 2]
+        ex, ey, ez = directions[row, 0], directions[row, 1], directions[row, 2]
+        ux, uy, uz, _ = scaled_unit(ex, ey, ez)
+        if not (finite(ox, oy, oz) and finite(ex, ey, ez) and (ex != 0 or ey != 0 or ez != 0)):
             bad += 1
             continue
         limit = max_distance[row * step]
@@ -554,27 +554,22 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
         elif nx_ * lux + ny_ * luy + nz_ * luz > 0.0:
             nx_, ny_, nz_ = -nx_, -ny_, -nz_
         nx_, ny_, nz_ = normal_to_world(placement, nx_, ny_, nz_)
+        # The result as kernels.rays.write_ray_hits writes it: a hit for 0 <= t <= limit;
+        # at t = 0 a solid's normal is -direction, a surface keeps its own.
         t = t / stretch
-        store_ray_hit(
-            hit,
-            distance,
-            point,
-            normal,
-            row,
-            t,
-            nx_,
-            ny_,
-            nz_,
-            ox,
-            oy,
-            oz,
-            ux,
-            uy,
-            uz,
-            limit,
-            solid,
-        )
         found = t <= limit and t < INF
+        if found and t == 0.0 and solid:
+            nx_, ny_, nz_ = -ux, -uy, -uz
+        gate = 1.0 if found else NAN
+        t = t if found else INF
+        hit[row] = found
+        distance[row] = t
+        point[row, 0] = ox + (t * gate) * ux
+        point[row, 1] = oy + (t * gate) * uy
+        point[row, 2] = oz + (t * gate) * uz
+        normal[row, 0] = nx_ * gate
+        normal[row, 1] = ny_ * gate
+        normal[row, 2] = nz_ * gate
         cell[row, 0] = cell_i if found else -1
         cell[row, 1] = cell_j if found else -1
     return bad

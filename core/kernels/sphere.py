@@ -9,20 +9,25 @@ import numpy as np
 from numba import njit
 
 from .rays import (
+    BLOCK,
     INF,
+    cast_to_local,
+    cast_to_world,
     finite,
-    load,
+    keep_cast,
+    keep_hit,
     normal_to_world,
+    ray_in_block,
+    read_block,
+    read_values,
     scaled_unit,
-    store_cast_hit,
-    store_ray_hit,
     to_local,
-    transform,
-    unit,
+    write_cast_hits,
+    write_ray_hits,
 )
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def ball_entry(mx, my, mz, ux, uy, uz, radius):
     """First t >= 0 where (m + t u) is within ``radius`` of the origin (u unit or zero);
     0 when m already is, inf when never."""
@@ -38,10 +43,11 @@ def ball_entry(mx, my, mz, ux, uy, uz, radius):
     half_chord = np.sqrt(half_chord_squared)
     if not closest + half_chord >= 0.0:
         return INF  # the ball lies behind the origin
-    return max(closest - half_chord, 0.0)
+    entry = closest - half_chord
+    return entry if entry > 0.0 else 0.0
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def ray_sphere(center, radius, ox, oy, oz, ux, uy, uz):
     """Distance and outward normal of one ray (unit direction) against the ball."""
     mx, my, mz = ox - center[0], oy - center[1], oz - center[2]
@@ -50,7 +56,7 @@ def ray_sphere(center, radius, ox, oy, oz, ux, uy, uz):
     return t, (mx + t * ux) * scale, (my + t * uy) * scale, (mz + t * uz) * scale
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def cast_sphere(center, radius, sx, sy, sz, ux, uy, uz, cast_radius, dimension):
     """Centre travel, contact point and normal of a ball of ``cast_radius`` moving from s
     along u (unit, or zero for a zero-length cast) against the ball: the ray against the
@@ -77,107 +83,50 @@ def cast_sphere(center, radius, sx, sy, sz, ux, uy, uz, cast_radius, dimension):
     return t, px, py, pz, nx, ny, nz
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
     center, radius, _ = arguments
     hit, distance, point, normal = out
-    n = origins.shape[0]
-    step = 1 if max_distance.shape[0] == n else 0  # per-ray limits or one for all
+    block = np.empty((11, BLOCK))
     bad = 0
-    for i in range(start, stop):
-        ox, oy, oz = load(origins, i)
-        dx, dy, dz = load(directions, i)
-        ux, uy, uz = unit(dx, dy, dz)
-        if not (finite(ox, oy, oz) and finite(dx, dy, dz)) or (ux == 0 and uy == 0 and uz == 0):
-            bad += 1
-            continue
-        lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
-        t, nx, ny, nz = ray_sphere(center, radius, lx, ly, lz, lux, luy, luz)
-        nx, ny, nz = normal_to_world(placement, nx, ny, nz)
-        store_ray_hit(
-            hit,
-            distance,
-            point,
-            normal,
-            i,
-            t / stretch,
-            nx,
-            ny,
-            nz,
-            ox,
-            oy,
-            oz,
-            ux,
-            uy,
-            uz,
-            max_distance[i * step],
-            True,
-        )
+    for begin in range(start, stop, BLOCK):
+        count = min(BLOCK, stop - begin)
+        read_block(origins, directions, begin, count, block)
+        for j in range(count):
+            ox, oy, oz, ux, uy, uz, valid = ray_in_block(block, j)
+            bad += 0 if valid else 1
+            lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
+            t, nx, ny, nz = ray_sphere(center, radius, lx, ly, lz, lux, luy, luz)
+            nx, ny, nz = normal_to_world(placement, nx, ny, nz)
+            keep_hit(block, j, t / stretch, nx, ny, nz)
+        write_ray_hits(block, begin, count, max_distance, True, hit, distance, point, normal)
     return bad
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
     center, target_radius, dimension = arguments
     hit, distance, center_at_contact, point, normal = out
-    n = starts.shape[0]
-    step = 1 if radius.shape[0] == n else 0
-    placed, inverse, translation, linear, k = placement
+    block = np.empty((15, BLOCK))
     bad = 0
-    for i in range(start, stop):
-        sx, sy, sz = load(starts, i)
-        ex, ey, ez = load(ends, i)
-        if not (finite(sx, sy, sz) and finite(ex, ey, ez)):
-            bad += 1
-            continue
-        ux, uy, uz, length = scaled_unit(ex - sx, ey - sy, ez - sz)
-        cast_radius = radius[i * step]
-        if placed:  # a similarity L = k Q: lengths shrink by k into local space
-            lx, ly, lz = transform(
-                inverse, sx - translation[0], sy - translation[1], sz - translation[2]
+    for begin in range(start, stop, BLOCK):
+        count = min(BLOCK, stop - begin)
+        read_block(starts, ends, begin, count, block)
+        read_values(radius, begin, count, block, 14)
+        for j in range(count):
+            sx, sy, sz = block[0, j], block[1, j], block[2, j]
+            ex, ey, ez = block[3, j], block[4, j], block[5, j]
+            bad += 0 if finite(sx, sy, sz) and finite(ex, ey, ez) else 1
+            ux, uy, uz, length = scaled_unit(ex - sx, ey - sy, ez - sz)
+            block[3, j], block[4, j], block[5, j] = ux, uy, uz
+            cast_radius = block[14, j]
+            lx, ly, lz, lux, luy, luz, local_radius = cast_to_local(
+                placement, sx, sy, sz, ux, uy, uz, cast_radius
             )
-            lux, luy, luz = transform(inverse, ux, uy, uz)
             t, px, py, pz, nx, ny, nz = cast_sphere(
-                center,
-                target_radius,
-                lx,
-                ly,
-                lz,
-                k * lux,
-                k * luy,
-                k * luz,
-                cast_radius / k,
-                dimension,
+                center, target_radius, lx, ly, lz, lux, luy, luz, local_radius, dimension
             )
-            t = t * k
-            px, py, pz = transform(linear, px, py, pz)
-            px, py, pz = px + translation[0], py + translation[1], pz + translation[2]
-            nx, ny, nz = transform(linear, nx, ny, nz)
-            nx, ny, nz = nx / k, ny / k, nz / k
-        else:
-            t, px, py, pz, nx, ny, nz = cast_sphere(
-                center, target_radius, sx, sy, sz, ux, uy, uz, cast_radius, dimension
-            )
-        store_cast_hit(
-            hit,
-            distance,
-            center_at_contact,
-            point,
-            normal,
-            i,
-            t,
-            length,
-            px,
-            py,
-            pz,
-            nx,
-            ny,
-            nz,
-            sx,
-            sy,
-            sz,
-            ux,
-            uy,
-            uz,
-        )
+            t, px, py, pz, nx, ny, nz = cast_to_world(placement, t, px, py, pz, nx, ny, nz)
+            keep_cast(block, j, t, length, px, py, pz, nx, ny, nz)
+        write_cast_hits(block, begin, count, hit, distance, center_at_contact, point, normal)
     return bad
