@@ -9,7 +9,8 @@ highest point, uniformly over the footprint, tilted up to 45 degrees. Coordinate
 and rays are float32 values, so Open3D (float32) sees exactly our geometry: the two
 triangles per cell of our TRIANGLES surface.
 
-Measured in the same run, timings interleaved (best of ``--repeat``): rays/s of
+Measured in the same run, timings interleaved (best of ``--repeat``; also the CPU time of
+all threads per ray, which load from other processes disturbs less): rays/s of
 ``raycast(Heightfield(...), ...)`` on the numba backend (NUMBA_NUM_THREADS threads, by
 default every core) and of Open3D's ``cast_rays`` (all threads), both solid and surface
 terrain models for ours; build times: ours is Heightfield(...) plus the kernel's
@@ -107,13 +108,16 @@ def bench(name, heights, count, repeat, rng, o3d):
 
     results = {}
     best = {"solid": np.inf, "surface": np.inf, "open3d": np.inf}
+    cpu = dict(best)  # CPU time of all threads: what a run costs, whatever else runs
     for _ in range(repeat):  # interleaved, so load changes on the machine hit all alike
         for key, run in [
             ("solid", lambda: results.update(solid=raycast(solid, origins, directions))),
             ("surface", lambda: results.update(surface=raycast(surface, origins, directions))),
             ("open3d", lambda: results.update(open3d=scene.cast_rays(rays32))),
         ]:
+            start = time.process_time()
             best[key] = min(best[key], best_time(run, repeat=1))
+            cpu[key] = min(cpu[key], time.process_time() - start)
 
     ours = results["solid"]
     theirs = results["open3d"]["t_hit"].numpy().astype(np.float64)
@@ -130,6 +134,8 @@ def bench(name, heights, count, repeat, rng, o3d):
         "solid": count / best["solid"],
         "surface": count / best["surface"],
         "open3d": count / best["open3d"],
+        "cpu": cpu["solid"] / count,
+        "open3d_cpu": cpu["open3d"] / count,
         "build": our_build,
         "open3d_build": their_build,
         "hit_rate": float(ours.hit.mean()),
@@ -187,6 +193,10 @@ def main():
         ],
     )
     for r in results:
+        print(
+            f"{r['name']}: CPU time of all threads per ray: ours (solid) {r['cpu'] * 1e9:.0f} "
+            f"ns, Open3D {r['open3d_cpu'] * 1e9:.0f} ns ({r['open3d_cpu'] / r['cpu']:.2f}x)"
+        )
         print(
             f"{r['name']}: hit rate {r['hit_rate']:.3f}; against Open3D {r['disagree']} "
             f"hit/miss disagreements, max |distance difference| {r['worst']:.2e} m "
