@@ -18,6 +18,9 @@ arguments (the min/max hierarchies), Open3D's is the scene with the triangles up
 first query (Embree builds its BVH then). Agreement: hit/miss disagreements and the largest
 distance difference, also in float32 ulps of the hit point's largest coordinate.
 
+Also, when mujoco is installed, MuJoCo 4's hfield geom (``mujoco.batch.Batch.ray``, one
+thread; float32 heights): its rays/s and how far its answers are from ours.
+
 Needs open3d and matplotlib (requirements-bench.txt; Open3D needs the system library
 libusb-1.0-0 on Linux); prints why and exits 0 when they are missing.
 """
@@ -84,6 +87,28 @@ def open3d_scene(o3d, vertices, triangles):
     return scene
 
 
+def mujoco_hfield(heights):
+    """MuJoCo 4's ray batch (``mujoco.batch.Batch``, one thread, its fastest path) over an
+    hfield geom on our grid, or None without mujoco. MuJoCo keeps the heights as float32
+    normalized to [0, 1] times the elevation range, and splits each cell along the same
+    diagonal as our TRIANGLES."""
+    try:
+        import mujoco
+        from mujoco.batch import Batch
+    except ImportError:
+        return None
+    ny, nx = heights.shape
+    rx, ry = SPACING[0] * (nx - 1) / 2, SPACING[1] * (ny - 1) / 2
+    low, high = heights.min(), heights.max()
+    model = mujoco.MjModel.from_xml_string(
+        f'<mujoco><asset><hfield name="terrain" nrow="{ny}" ncol="{nx}" '
+        f'size="{rx} {ry} {high - low} 1"/></asset><worldbody><geom type="hfield" '
+        f'hfield="terrain" pos="{rx} {ry} {low}"/></worldbody></mujoco>'
+    )
+    model.hfield_data[:] = ((heights - low) / (high - low)).ravel()
+    return Batch(model, nsim=1, nthread=1)
+
+
 def bench(name, heights, count, repeat, rng, o3d):
     origins, directions = rays_from_above(heights, count, rng)
     solid = Heightfield(heights, SPACING)
@@ -119,6 +144,21 @@ def bench(name, heights, count, repeat, rng, o3d):
             best[key] = min(best[key], best_time(run, repeat=1))
             cpu[key] = min(cpu[key], time.process_time() - start)
 
+    mujoco = mujoco_hfield(heights)
+    mujoco_rate = mujoco_agree = None
+    if mujoco is not None:
+        found = {}
+        seconds = best_time(lambda: found.update(ray=mujoco.ray(origins, directions)), repeat=3)
+        mujoco_rate = count / seconds
+        distance = found["ray"][0][0]
+        distance = np.where(distance >= 0, distance, np.inf)
+        solid_hits = results["solid"]
+        both = solid_hits.hit & np.isfinite(distance)
+        mujoco_agree = (
+            int((solid_hits.hit != np.isfinite(distance)).sum()),
+            float(np.abs(solid_hits.distance[both] - distance[both]).max()),
+        )
+
     ours = results["solid"]
     theirs = results["open3d"]["t_hit"].numpy().astype(np.float64)
     their_hit = np.isfinite(theirs)
@@ -143,6 +183,8 @@ def bench(name, heights, count, repeat, rng, o3d):
         "worst": float(difference.max()) if both.any() else 0.0,
         "worst_ulps": float(ulps.max()) if both.any() else 0.0,
         "surface_same": surface_same,
+        "mujoco": mujoco_rate,
+        "mujoco_agree": mujoco_agree,
     }
 
 
@@ -203,6 +245,13 @@ def main():
             f"({r['worst_ulps']:.1f} float32 ulps of the hit point's coordinates); surface "
             f"model {'gives the same hits' if r['surface_same'] else 'DIFFERS'}"
         )
+        if r["mujoco"] is not None:
+            print(
+                f"{r['name']}: MuJoCo hfield (Batch.ray, one thread) {r['mujoco'] / 1e6:.2f} M "
+                f"rays/s, ours {r['solid'] / r['mujoco']:.1f}x; {r['mujoco_agree'][0]} hit/miss "
+                f"disagreements, max |distance difference| {r['mujoco_agree'][1]:.2e} m (its "
+                f"heights are float32, normalized to the elevation range)"
+            )
 
 
 if __name__ == "__main__":
