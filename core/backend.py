@@ -37,10 +37,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
 import hashlib
 import importlib
 import os
 import shutil
+from types import ModuleType
+from typing import Any
 
 PARALLEL_MIN = 2048  # rays; below this one thread (handing blocks to threads costs ~50 us)
 
@@ -49,9 +52,16 @@ _override = None  # set by use()
 _numba_error = None  # why numba did not import, once tried
 _numba_checked = False
 _cache_dir = None  # set_cache_dir()
-_modules = {}
+_modules: dict[str, ModuleType] = {}
 _FOLDER_PREFIX = "geometry_queries-kernels-"
-_pool = None
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _numba_config() -> Any:
+    """numba.config (its settings are module globals made at run time: typed as Any)."""
+    import numba
+
+    return numba.config
 
 
 def _numba_available() -> bool:
@@ -123,9 +133,7 @@ def cache_dir() -> str:
     """Where the compiled kernels are kept: the folder given to :func:`set_cache_dir`, else
     numba's own default (NUMBA_CACHE_DIR, else __pycache__ beside the sources when writable,
     else numba's user-wide cache), in a subfolder per version of the kernels' sources."""
-    import numba
-
-    root = _cache_dir or numba.config.CACHE_DIR
+    root = _cache_dir or _numba_config().CACHE_DIR
     if not root:
         here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels")
         if os.access(here, os.W_OK):
@@ -147,25 +155,22 @@ def kernels(name: str):
     """The kernel module core/kernels/``name``.py, imported on first use (numba backend only)."""
     module = _modules.get(name)
     if module is None:
-        import numba
-
         # numba picks a function's cache folder when it is decorated: point it at ours for
         # the import only, so other numba users in the same process keep their own setting.
-        previous = numba.config.CACHE_DIR
-        numba.config.CACHE_DIR = cache_dir()
+        config = _numba_config()
+        previous = config.CACHE_DIR
+        config.CACHE_DIR = cache_dir()
         try:
             module = importlib.import_module(f"{__package__}.kernels.{name}")
         finally:
-            numba.config.CACHE_DIR = previous
+            config.CACHE_DIR = previous
         _modules[name] = module
     return module
 
 
 def threads() -> int:
     """Threads for large batches: NUMBA_NUM_THREADS (numba's default: every core)."""
-    import numba
-
-    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+    return max(1, int(_numba_config().NUMBA_NUM_THREADS))
 
 
 def kernel(shape, query: str):
@@ -190,11 +195,9 @@ def kernel(shape, query: str):
                 count - 1, thread_name_prefix="geometry_queries"
             )
         bounds = [n * block // count for block in range(count + 1)]
-        others = [
-            _pool.submit(loop, *arguments, start, stop)
-            for start, stop in zip(bounds[1:-1], bounds[2:])
-        ]
-        bad = loop(*arguments, bounds[0], bounds[1])  # the first block in this thread
+        block = functools.partial(loop, *arguments)
+        others = [_pool.submit(block, start, stop) for start, stop in zip(bounds[1:-1], bounds[2:])]
+        bad = block(bounds[0], bounds[1])  # the first block in this thread
         return bad + sum(future.result() for future in others)
 
     return run

@@ -268,7 +268,7 @@ def raycast(shape, origins, directions, max_distance=np.inf) -> RayHits:
             point=np.empty((n, 3)),
             normal=np.empty((n, 3)),
         )
-        out = (hits.hit, hits.distance, hits.point, hits.normal)
+        out: tuple[np.ndarray, ...] = (hits.hit, hits.distance, hits.point, hits.normal)
         if getattr(shape, "kernel_cells", False):
             hits.cell = np.empty((n, 2), dtype=np.int64)
             out += (hits.cell,)
@@ -360,7 +360,7 @@ def sphere_cast(shape, starts, ends, radius) -> CastHits:
         cast_check()
 
     if compiled is not None:
-        result = CastHits(np.empty(n, dtype=bool), np.empty(n), None, None, None)
+        hit, distance = np.empty(n, dtype=bool), np.empty(n)
         center, point, normal = (np.empty((n, 3)) for _ in range(3))
         bad = compiled(
             shape._kernel_arguments(),
@@ -368,14 +368,14 @@ def sphere_cast(shape, starts, ends, radius) -> CastHits:
             _in_3d(starts),
             _in_3d(ends),
             _per_row_values(radius),
-            (result.hit, result.distance, center, point, normal),
+            (hit, distance, center, point, normal),
         )
         if bad:
             as_rows("starts", raw_starts, dimension)
             as_rows("ends", raw_ends, dimension)
             raise RuntimeError("a compiled kernel reported a bad cast that the validation accepts")
-        result.center, result.point, result.normal = _in_dimension(dimension, center, point, normal)
-        return _squeeze(result, single and single_end)
+        center, point, normal = _in_dimension(dimension, center, point, normal)
+        return _squeeze(CastHits(hit, distance, center, point, normal), single and single_end)
 
     result = CastHits(
         hit=np.empty(n, dtype=bool),
