@@ -21,9 +21,10 @@ Arguments (Heightfield._kernel_arguments, made by ``arguments``): see ``argument
 """
 
 import math
+from typing import Any
 
 import numpy as np
-from llvmlite import ir
+from llvmlite import ir  # type: ignore[import-untyped]
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -45,8 +46,7 @@ SORT_MIN_CELLS = 1 << 19
 SORT_MIN_RAYS = 256
 
 
-@intrinsic
-def _prefetch(typingctx, array, index):
+def _prefetch_intrinsic(typingctx, array, index):
     """Ask the CPU to start loading ``array[index]`` into the cache (LLVM's prefetch: read,
     high locality); it never faults and changes no result."""
 
@@ -68,6 +68,9 @@ def _prefetch(typingctx, array, index):
         return context.get_dummy_value()
 
     return types.void(array, index), codegen
+
+
+_prefetch: Any = intrinsic(_prefetch_intrinsic)  # called as _prefetch(array, index)
 
 
 # numpy's NaN semantics, where a NaN may reach: np.minimum/np.maximum propagate it,
@@ -582,7 +585,9 @@ def _levels(hierarchies, which):
     """Skip levels (size, nodes, stride) of one or two terrains' hierarchies (``which``:
     1 for the pyramid, 2 for the cell-level skips) in one list, and per terrain its first
     level and level count."""
-    levels, first, count = [], [], []
+    levels: list = []
+    first: list = []
+    count: list = []
     for hierarchy in hierarchies:
         first.append(len(levels))
         count.append(len(hierarchy[which]))
