@@ -200,6 +200,7 @@ def test_install_fire_ray_uninstall_in_fresh_blender(package, tmp_path):
     # The compiled backend answers inside Blender, with numba and llvmlite from the wheels
     # the package brought (install_check.py lets them import from nowhere else), its
     # kernels cached in the extension's user directory, the same answers as numpy.
+    assert observed["numba_after_register"] == []
     compiled = observed["compiled"]
     assert compiled["backend"] == "numba"
     assert compiled["numba_file"].startswith(user_dir), compiled["numba_file"]
