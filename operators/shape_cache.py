@@ -66,11 +66,13 @@ Heightfield: heights, diagonals, float copy     8 V + 9 C     271.9 MiB
 Heightfield: each cell's tolerance              8 V           128.0 MiB
 seen from below: the heights negated            8 V           128.0 MiB
 two max hierarchies, H = 8 (n + 1)^2 + ~0.3 C   2 H           265.5 MiB
-total                                                         1513.3 MiB
+numba kernel: both heights and hierarchies      16 V + 2 H    521.5 MiB
+joined into its arguments (``kernel_bytes``)
+total                                                         2034.8 MiB
 ==============================================  ============  ============
 
-so ``MAX_BYTES`` = 378.3 MiB: one terrain of up to 2048 x 2048 vertices is cached, or two of
-up to 1448 x 1448; the 1500 x 1500 grid of issue 11 (202.9 MiB at most; 168 MiB in
+so ``MAX_BYTES`` = 508.7 MiB: one terrain of up to 2047 x 2047 vertices is cached, or two of
+up to 1448 x 1448; the 1500 x 1500 grid of issue 11 (272.9 MiB at most; less in
 bench/big_terrain_cache.py, where no quad is flipped and no ray comes from below); and any
 number of spheres and cylinders (a 32 x 16 UV sphere: 13 KiB). A terrain larger than the
 whole budget is simply not cached. Tests lower the budget by setting the module constant
@@ -102,6 +104,14 @@ def hierarchy_bytes(n: int) -> int:
         blocks = -(-blocks // 2)
 
 
+def kernel_bytes(n: int) -> int:
+    """The compiled (numba) kernel's arguments for an n x n SURFACE terrain: the heights and
+    the max hierarchies of the terrain and of its mirror image, joined into copies (built
+    at the first query on the numba backend; never on the numpy backend), plus at most
+    512 bytes of per-level offsets, counts and strides."""
+    return 16 * n * n + 2 * hierarchy_bytes(n) + 512
+
+
 def grid_terrain_bytes(n: int) -> int:
     """What the cache holds for a terrain made from an n x n Grid primitive (quads, some
     split along the other diagonal) in the SURFACE model, hit from above and below: see the
@@ -112,7 +122,8 @@ def grid_terrain_bytes(n: int) -> int:
     field = 8 * vertices + 9 * cells
     tolerances = 8 * vertices  # one per cell, stored at its first vertex; shared
     below = 8 * vertices  # the heights negated
-    return fingerprint + recognised + field + tolerances + below + 2 * hierarchy_bytes(n)
+    hierarchies = 2 * hierarchy_bytes(n)
+    return fingerprint + recognised + field + tolerances + below + hierarchies + kernel_bytes(n)
 
 
 MAX_BYTES = grid_terrain_bytes(4096) // 4

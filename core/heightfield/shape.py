@@ -140,12 +140,16 @@ class Heightfield:
     def held_arrays(self) -> list:
         """Every numpy array this terrain holds now: heights, diagonals and their float
         copy, and the terrain seen from above and (once a surface was queried) from below,
-        each with its tolerances and its max hierarchy once built. Some are views of others
-        or shared: count memory by distinct bases (what keeping it around costs)."""
+        each with its tolerances and its max hierarchy once built, and the compiled kernel's
+        arguments once a query ran on the numba backend (for a surface they join both
+        terrains' arrays into copies). Some are views of others or shared: count memory by
+        distinct bases (what keeping it around costs)."""
         arrays = [self.heights, self.diagonals, self._anti]
         arrays += self._above.held_arrays()
         if self._below is not None:
             arrays += self._below.held_arrays()
+        if self._kernel_data is not None:
+            arrays += [value for value in self._kernel_data if isinstance(value, np.ndarray)]
         return [array for array in arrays if isinstance(array, np.ndarray)]
 
     @property
