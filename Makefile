@@ -79,6 +79,10 @@ package: validate wheels
 	mkdir -p $(DIST)
 	$(PY) $(BLENDER_EXT) build --valid-tags=$(VALID_TAGS) --split-platforms --output-dir $(DIST)
 
+# Open3D (bench only) needs the system library libusb-1.0-0 on Linux: when open3d does not
+# import, try apt-get (root, Debian/Ubuntu); elsewhere its bench says why it is skipped.
 bench: venv
 	-$(PY) -m pip install --quiet -r requirements-bench.txt
+	-$(PY) -c "import open3d" 2>/dev/null || (command -v apt-get >/dev/null && \
+		apt-get update -qq && apt-get install -y -qq libusb-1.0-0)
 	$(PY) bench/run_all.py

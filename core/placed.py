@@ -73,6 +73,10 @@ class Placed:
     def kernel_module(self):
         return getattr(self.shape, "kernel_module", None)
 
+    @property
+    def kernel_cells(self):
+        return getattr(self.shape, "kernel_cells", False)
+
     def _kernel_arguments(self):
         return self.shape._kernel_arguments()
 
