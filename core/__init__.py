@@ -10,6 +10,7 @@ or "numpy" (the reference); GEOMETRY_QUERIES_BACKEND=numpy|numba forces one.
 from .backend import backend
 from .cylinder import Cylinder
 from .heightfield import Heightfield
+from .occlusion import occluded
 from .placed import Placed
 from .rays import CastHits, RayHits, raycast, sphere_cast
 from .sphere import Sphere
@@ -22,6 +23,7 @@ __all__ = [
     "Placed",
     "raycast",
     "sphere_cast",
+    "occluded",
     "RayHits",
     "CastHits",
 ]

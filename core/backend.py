@@ -40,6 +40,7 @@ import hashlib
 import importlib
 import os
 import shutil
+from typing import Any
 
 PARALLEL_MIN = 2048  # rays; below this one thread (handing blocks to threads costs ~50 us)
 
@@ -48,9 +49,9 @@ _override = None  # set by use()
 _numba_error = None  # why numba did not import, once tried
 _numba_checked = False
 _cache_dir = None  # set_cache_dir()
-_modules = {}
+_modules: dict[str, Any] = {}
 _FOLDER_PREFIX = "geometry_queries-kernels-"
-_pool = None
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
 
 
 def _numba_available() -> bool:
@@ -62,6 +63,11 @@ def _numba_available() -> bool:
         except Exception as error:  # ImportError, or numba refusing this numpy version
             _numba_error = f"{type(error).__name__}: {error}"
     return _numba_error is None
+
+
+def _numba() -> Any:
+    """The numba module (imported on first use; typed loosely: numba ships no stubs)."""
+    return importlib.import_module("numba")
 
 
 def backend() -> str:
@@ -122,7 +128,7 @@ def cache_dir() -> str:
     """Where the compiled kernels are kept: the folder given to :func:`set_cache_dir`, else
     numba's own default (NUMBA_CACHE_DIR, else __pycache__ beside the sources when writable,
     else numba's user-wide cache), in a subfolder per version of the kernels' sources."""
-    import numba
+    numba = _numba()
 
     root = _cache_dir or numba.config.CACHE_DIR
     if not root:
@@ -146,7 +152,7 @@ def kernels(name: str):
     """The kernel module core/kernels/``name``.py, imported on first use (numba backend only)."""
     module = _modules.get(name)
     if module is None:
-        import numba
+        numba = _numba()
 
         # numba picks a function's cache folder when it is decorated: point it at ours for
         # the import only, so other numba users in the same process keep their own setting.
@@ -162,7 +168,7 @@ def kernels(name: str):
 
 def threads() -> int:
     """Threads for large batches: NUMBA_NUM_THREADS (numba's default: every core)."""
-    import numba
+    numba = _numba()
 
     return max(1, int(numba.config.NUMBA_NUM_THREADS))
 
@@ -178,7 +184,7 @@ def kernel(shape, query: str):
     if loop is None:
         return None
 
-    def run(*arguments):
+    def run(*arguments: Any) -> int:
         n = len(arguments[2])
         count = threads()
         if n < PARALLEL_MIN or count == 1:
@@ -190,7 +196,7 @@ def kernel(shape, query: str):
             )
         bounds = [n * block // count for block in range(count + 1)]
         others = [
-            _pool.submit(loop, *arguments, start, stop)
+            _pool.submit(loop, *arguments, start, stop)  # type: ignore[call-arg]
             for start, stop in zip(bounds[1:-1], bounds[2:])
         ]
         bad = loop(*arguments, bounds[0], bounds[1])  # the first block in this thread

@@ -253,6 +253,13 @@ def _raise_first_bad_ray(origins, directions, dimension):
     raise RuntimeError("a compiled kernel reported a bad ray that the validation accepts")
 
 
+def _raise_first_bad_segment(starts, ends, dimension):
+    """A kernel counted segments with NaN/inf: name the first as the numpy path does."""
+    as_rows("starts", starts, dimension)
+    as_rows("ends", ends, dimension)
+    raise RuntimeError("a compiled kernel reported a bad segment that the validation accepts")
+
+
 def _squeeze(result, single: bool):
     if not single:
         return result
@@ -284,7 +291,7 @@ def raycast(
             point=np.empty((n, 3)),
             normal=np.empty((n, 3)),
         )
-        out = (hits.hit, hits.distance, hits.point, hits.normal)
+        out: tuple[np.ndarray, ...] = (hits.hit, hits.distance, hits.point, hits.normal)
         if getattr(shape, "kernel_cells", False):
             hits.cell = np.empty((n, 2), dtype=np.int64)
             out += (hits.cell,)
@@ -376,8 +383,8 @@ def sphere_cast(shape: Shape, starts: ArrayLike, ends: ArrayLike, radius: ArrayL
         cast_check()
 
     if compiled is not None:
-        result = CastHits(np.empty(n, dtype=bool), np.empty(n), None, None, None)
         center, point, normal = (np.empty((n, 3)) for _ in range(3))
+        result = CastHits(np.empty(n, dtype=bool), np.empty(n), center, point, normal)
         bad = compiled(
             shape._kernel_arguments(),
             _placement(shape),

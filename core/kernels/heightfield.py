@@ -511,7 +511,8 @@ def _levels(hierarchies, which):
     """Skip levels (size, nodes, stride) of one or two terrains' hierarchies (``which``:
     1 for the pyramid, 2 for the cell-level skips) in one list, and per terrain its first
     level and level count."""
-    levels, first, count = [], [], []
+    levels: list = []
+    first, count = [], []
     for hierarchy in hierarchies:
         first.append(len(levels))
         count.append(len(hierarchy[which]))
