@@ -6,7 +6,9 @@
 #   make check     static checks: ruff (lint + format check), then mypy (types, against
 #                  fake-bpy-module's stubs of Blender 5.0's Python API)
 #   make validate  Blender's extension validator on blender_manifest.toml
-#   make package   build/geometry_queries-<version>.zip, for Install from Disk
+#   make wheels    download the numba/llvmlite wheels the manifest lists into ./wheels/
+#   make package   build/geometry_queries-<version>-<platform>.zip (one per platform, each with
+#                  its wheels), for Install from Disk
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -19,7 +21,7 @@ BPY_SCRIPTS = $(firstword $(wildcard $(VENV)/lib/python3*/site-packages/bpy/*/sc
 BLENDER_EXT = $(BPY_SCRIPTS)/addons_core/bl_pkg/cli/blender_ext.py
 VALID_TAGS = $(BPY_SCRIPTS)/modules/_bpy_internal/extensions/tags.py
 
-.PHONY: test demo bench venv validate package check
+.PHONY: test demo bench venv validate package check wheels
 
 $(VENV)/.installed: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -58,10 +60,29 @@ demo: venv
 validate: venv
 	$(PY) $(BLENDER_EXT) validate --valid-tags=$(VALID_TAGS) .
 
-package: validate
-	mkdir -p $(DIST)
-	$(PY) $(BLENDER_EXT) build --valid-tags=$(VALID_TAGS) --output-dir $(DIST)
+# The wheels listed in blender_manifest.toml, each fetched by its own name, version and
+# platform tag (for a multi-tag name such as manylinux_2_27_x86_64.manylinux_2_28_x86_64,
+# the first), for CPython 3.11, without dependencies (Blender ships numpy).
+WHEELS := $(shell sed -n 's|^ *"\./\(wheels/[^"]*\.whl\)",*$$|\1|p' blender_manifest.toml)
+wheel_field = $(word $(1),$(subst -, ,$(notdir $(2))))
+wheel_platform = $(firstword $(subst ., ,$(lastword $(subst -, ,$(notdir $(1))))))
 
+wheels: $(WHEELS)
+
+wheels/%.whl:
+	$(PY) -m pip download --quiet --only-binary=:all: --no-deps --python-version 3.11 \
+		--platform $(call wheel_platform,$*) --dest wheels \
+		$(call wheel_field,1,$*)==$(call wheel_field,2,$*)
+	test -f $@
+
+package: validate wheels
+	mkdir -p $(DIST)
+	$(PY) $(BLENDER_EXT) build --valid-tags=$(VALID_TAGS) --split-platforms --output-dir $(DIST)
+
+# Open3D (bench only) needs the system library libusb-1.0-0 on Linux: when open3d does not
+# import, try apt-get (root, Debian/Ubuntu); elsewhere its bench says why it is skipped.
 bench: venv
 	-$(PY) -m pip install --quiet -r requirements-bench.txt
+	-$(PY) -c "import open3d" 2>/dev/null || (command -v apt-get >/dev/null && \
+		apt-get update -qq && apt-get install -y -qq libusb-1.0-0)
 	$(PY) bench/run_all.py

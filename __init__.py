@@ -8,6 +8,7 @@ them, so ``core`` stays importable on a machine without Blender.
 def register():
     from . import operators, ui
 
+    _keep_compiled_kernels_in_user_directory()
     operators.register()
     ui.register()
 
@@ -17,3 +18,16 @@ def unregister():
 
     ui.unregister()
     operators.unregister()
+
+
+def _keep_compiled_kernels_in_user_directory():
+    """Installed as an extension, numba's cache of the compiled kernels goes to the extension's
+    own user directory (writable, kept across updates). Nothing compiles here: numba is
+    imported by the first query."""
+    if not __package__.startswith("bl_ext."):
+        return  # run from a checkout (tests, the demo): numba's default
+    import bpy
+
+    from .core.backend import set_cache_dir
+
+    set_cache_dir(bpy.utils.extension_path_user(__package__, create=True))

@@ -2,21 +2,28 @@
 
 from core import Sphere, Cylinder, Heightfield, Placed, raycast, sphere_cast
 hits = raycast(Sphere((0, 0, 0), 1.0), origins, directions, max_distance=10.0)
+
+backend() names the implementation answering: "numba" (compiled kernels, when numba imports)
+or "numpy" (the reference); GEOMETRY_QUERIES_BACKEND=numpy|numba forces one.
 """
 
+from .backend import backend
 from .cylinder import Cylinder
 from .heightfield import Heightfield
+from .occlusion import occluded
 from .placed import Placed
 from .rays import CastHits, RayHits, raycast, sphere_cast
 from .sphere import Sphere
 
 __all__ = [
+    "backend",
     "Sphere",
     "Cylinder",
     "Heightfield",
     "Placed",
     "raycast",
     "sphere_cast",
+    "occluded",
     "RayHits",
     "CastHits",
 ]

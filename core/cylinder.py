@@ -62,6 +62,12 @@ class Cylinder:
         self.capped = bool(capped)
         self.solid = self.capped  # an open tube is a surface: no inside, no distance-0 rule
 
+    kernel_module = "cylinder"  # core/kernels/cylinder.py (see core/backend.py)
+
+    def _kernel_arguments(self):
+        frame = np.array(self.frame)  # rows u, v, w
+        return (self.p0, frame, self.height, self.radius, self.capped)
+
     def __repr__(self):
         capped = "" if self.capped else ", capped=False"
         return (

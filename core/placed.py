@@ -62,9 +62,36 @@ class Placed:
         k = float(np.sqrt(singular_values[0] * singular_values[-1]))
         uniform = (singular_values[0] - singular_values[-1]) <= 1e-9 * singular_values[0]
         self.uniform_scale = k if uniform else None
+        self._placement = None  # the kernels' placement, made on first use
 
     def __repr__(self):
         return f"Placed({self.shape!r}, matrix={self.matrix.tolist()})"
+
+    # The compiled kernels (core/backend.py) take the innermost shape's arguments and one
+    # placement: nested placements are multiplied into one matrix.
+    @property
+    def kernel_module(self):
+        return getattr(self.shape, "kernel_module", None)
+
+    @property
+    def kernel_cells(self):
+        return getattr(self.shape, "kernel_cells", False)
+
+    def _kernel_arguments(self):
+        return self.shape._kernel_arguments()
+
+    def _kernel_placement(self):
+        if self._placement is None:
+            from .kernels.rays import placement
+
+            inner = self.shape
+            if isinstance(inner, Placed):
+                self._placement = Placed(
+                    inner.shape, self.matrix @ inner.matrix
+                )._kernel_placement()
+            else:
+                self._placement = placement(self)
+        return self._placement
 
     def _intersect_components(self, origin, direction, max_distance):
         inverse = self.inverse_linear

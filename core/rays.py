@@ -20,6 +20,10 @@ chunk of rays with unit directions and returning ``(distance, normal[, cell])``,
 * ``_intersect_components(origin, direction, max_distance)``: lists of D contiguous 1D
   arrays (see vectors.py, several times faster for the analytic shapes); normal a list.
 
+On the numba backend (core/backend.py) a shape with ``kernel_module`` is answered by its
+compiled kernel instead, on the whole batch in one pass (no chunks), which also does the
+finiteness and zero-direction checks; the numpy validation then names the first bad row.
+
 A shape that supports sphere casts provides ``_sphere_cast_components(start, direction,
 radius)`` (components, direction unit or zero for a zero-length cast, radius per row),
 returning ``(distance, point, normal)``: the centre's travel to the first contact (inf or
@@ -34,6 +38,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
+from .backend import kernel
 from .vectors import at_most, components, dot, to_rows
 
 if TYPE_CHECKING:
@@ -92,11 +97,13 @@ def _first_bad_row(bad: np.ndarray) -> int:
     return int(np.flatnonzero(bad)[0])
 
 
-def as_rows(name: str, value, dimension: int | None = None) -> tuple[np.ndarray, bool]:
+def as_rows(
+    name: str, value, dimension: int | None = None, check_finite: bool = True
+) -> tuple[np.ndarray, bool]:
     """``value`` as a float64 (N, D) array; returns (array, was_single_row).
 
     Raises ValueError for wrong shapes, a dimension other than ``dimension``, and NaN/inf
-    (naming the first bad row)."""
+    (naming the first bad row; a compiled kernel checks that itself: ``check_finite``)."""
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
@@ -112,7 +119,7 @@ def as_rows(name: str, value, dimension: int | None = None) -> tuple[np.ndarray,
         raise ValueError(f"{name} has {array.shape[1]} columns but the shape is {dimension}D")
     # A sum is finite when every term is (one fast pass); only a non-finite sum (NaN/inf,
     # or a finite overflow) pays for the row-wise search.
-    if not np.isfinite(np.add.reduce(array, axis=None)):
+    if check_finite and not np.isfinite(np.add.reduce(array, axis=None)):
         for part in chunks(len(array), 1 << 20):
             finite = np.isfinite(array[part]).all(axis=1)
             if not finite.all():
@@ -202,6 +209,57 @@ def component_kernel(shape):
     return from_rows
 
 
+def _placement(shape):
+    """The kernels' view of the shape's placement (identity unless it is a Placed)."""
+    from .kernels.rays import placement
+
+    get = getattr(shape, "_kernel_placement", None)
+    return placement() if get is None else get()
+
+
+def _in_3d(rows: np.ndarray) -> np.ndarray:
+    """(N, 3) rows for the kernels, which work in 3D: 2D rows get z = 0."""
+    if rows.shape[1] == 3:
+        return rows
+    padded = np.zeros((len(rows), 3))
+    padded[:, :2] = rows
+    return padded
+
+
+def _in_dimension(dimension: int, *arrays):
+    """The kernels' (N, 3) results cut back to (N, dimension)."""
+    if dimension == 3:
+        return arrays
+    return tuple(np.ascontiguousarray(array[:, :dimension]) for array in arrays)
+
+
+def _per_row_values(values: np.ndarray) -> np.ndarray:
+    """A broadcast scalar as one value, per-row values as they are: kernels read either."""
+    if values.ndim == 1 and len(values) and values.strides[0] == 0:
+        return np.ascontiguousarray(values[:1])
+    return np.ascontiguousarray(values)
+
+
+def _raise_first_bad_ray(origins, directions, dimension):
+    """A kernel counted rows with NaN/inf or a zero direction: name the first as the numpy
+    path does."""
+    as_rows("origins", origins, dimension)
+    directions, _ = as_rows("directions", directions, dimension)
+    for part in chunks(len(directions)):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            _, zero_row = unit_components(list(directions[part].T))
+        if zero_row is not None:
+            raise ValueError(f"directions row {part.start + zero_row} has zero length")
+    raise RuntimeError("a compiled kernel reported a bad ray that the validation accepts")
+
+
+def _raise_first_bad_segment(starts, ends, dimension):
+    """A kernel counted segments with NaN/inf: name the first as the numpy path does."""
+    as_rows("starts", starts, dimension)
+    as_rows("ends", ends, dimension)
+    raise RuntimeError("a compiled kernel reported a bad segment that the validation accepts")
+
+
 def _squeeze(result, single: bool):
     if not single:
         return result
@@ -218,12 +276,38 @@ def raycast(
     max_distance: scalar or (N,), measured along the unit direction.
     """
     dimension = shape.dimension
-    origins, single = as_rows("origins", origins, dimension)
-    directions, single_direction = as_rows("directions", directions, dimension)
+    compiled = kernel(shape, "raycast")
+    check = compiled is None  # a compiled kernel checks finiteness itself, in its one pass
+    raw_origins, raw_directions = origins, directions
+    origins, single = as_rows("origins", origins, dimension, check_finite=check)
+    directions, single_direction = as_rows("directions", directions, dimension, check)
     check_same_length("origins", origins, "directions", directions)
     n = len(origins)
     max_distance = as_per_row("max_distance", max_distance, n, allow_inf=True)
-    kernel = component_kernel(shape)
+    if compiled is not None:
+        hits = RayHits(
+            hit=np.empty(n, dtype=bool),
+            distance=np.empty(n),
+            point=np.empty((n, 3)),
+            normal=np.empty((n, 3)),
+        )
+        out: tuple[np.ndarray, ...] = (hits.hit, hits.distance, hits.point, hits.normal)
+        if getattr(shape, "kernel_cells", False):
+            hits.cell = np.empty((n, 2), dtype=np.int64)
+            out += (hits.cell,)
+        bad = compiled(
+            shape._kernel_arguments(),
+            _placement(shape),
+            _in_3d(origins),
+            _in_3d(directions),
+            _per_row_values(max_distance),
+            out,
+        )
+        if bad:
+            _raise_first_bad_ray(raw_origins, raw_directions, dimension)
+        hits.point, hits.normal = _in_dimension(dimension, hits.point, hits.normal)
+        return _squeeze(hits, single and single_direction)
+    kernel_numpy = component_kernel(shape)
     # A surface (open tube, Heightfield(solid=False)) has no inside: a hit at distance 0 is
     # the surface at the origin and keeps the surface's normal (facing the ray).
     solid = getattr(shape, "solid", True)
@@ -243,7 +327,7 @@ def raycast(
         if zero_row is not None:
             raise ValueError(f"directions row {part.start + zero_row} has zero length")
         limit = max_distance[part]
-        found = kernel(origin, unit, limit)
+        found = kernel_numpy(origin, unit, limit)
         distance, normal = found[0], found[1]
         if len(found) > 2:
             cells.append((part, found[2]))
@@ -281,12 +365,15 @@ def sphere_cast(shape: Shape, starts: ArrayLike, ends: ArrayLike, radius: ArrayL
     segment). ``distance`` is the centre's travel from the start to the first contact.
     """
     dimension = shape.dimension
-    starts, single = as_rows("starts", starts, dimension)
-    ends, single_end = as_rows("ends", ends, dimension)
+    cast = getattr(shape, "_sphere_cast_components", None)
+    compiled = kernel(shape, "sphere_cast") if cast is not None else None
+    check = compiled is None
+    raw_starts, raw_ends = starts, ends
+    starts, single = as_rows("starts", starts, dimension, check_finite=check)
+    ends, single_end = as_rows("ends", ends, dimension, check_finite=check)
     check_same_length("starts", starts, "ends", ends)
     n = len(starts)
     radius = as_per_row("radius", radius, n)
-    cast = getattr(shape, "_sphere_cast_components", None)
     if cast is None:
         raise ValueError(
             f"sphere_cast supports Sphere targets (optionally Placed); got {type(shape).__name__}"
@@ -294,6 +381,24 @@ def sphere_cast(shape: Shape, starts: ArrayLike, ends: ArrayLike, radius: ArrayL
     cast_check = getattr(shape, "_check_sphere_cast", None)
     if cast_check is not None:
         cast_check()
+
+    if compiled is not None:
+        center, point, normal = (np.empty((n, 3)) for _ in range(3))
+        result = CastHits(np.empty(n, dtype=bool), np.empty(n), center, point, normal)
+        bad = compiled(
+            shape._kernel_arguments(),
+            _placement(shape),
+            _in_3d(starts),
+            _in_3d(ends),
+            _per_row_values(radius),
+            (result.hit, result.distance, center, point, normal),
+        )
+        if bad:
+            as_rows("starts", raw_starts, dimension)
+            as_rows("ends", raw_ends, dimension)
+            raise RuntimeError("a compiled kernel reported a bad cast that the validation accepts")
+        result.center, result.point, result.normal = _in_dimension(dimension, center, point, normal)
+        return _squeeze(result, single and single_end)
 
     result = CastHits(
         hit=np.empty(n, dtype=bool),

@@ -65,8 +65,15 @@ class Sphere:
         self.radius = as_positive("radius", radius)
         self.dimension = self.center.shape[0]
 
+    kernel_module = "sphere"  # core/kernels/sphere.py (see core/backend.py)
+
     def __repr__(self):
         return f"Sphere(center={self.center.tolist()}, radius={self.radius})"
+
+    def _kernel_arguments(self):
+        center = np.zeros(3)
+        center[: self.dimension] = self.center
+        return (center, self.radius, self.dimension)
 
     def _intersect_components(self, origin, direction, max_distance):
         offset = [o - c for o, c in zip(origin, self.center)]

@@ -8,6 +8,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+# The repository root is a package (the add-on's __init__.py), which pytest imports under the
+# checkout directory's name; in a checkout named "numba" that would shadow the real numba
+# that core's compiled backend imports. Importing numba first keeps the real one.
+try:
+    import numba  # noqa: F401
+except ImportError:
+    pass
+
 
 def pytest_sessionfinish(session, exitstatus):
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")

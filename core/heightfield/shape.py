@@ -99,6 +99,7 @@ class Heightfield:
         # Each cell's own touching tolerance (grid.py), shared by both sides.
         self._above = Terrain(self.heights, tolerances(self.heights, self.spacing), self._anti)
         self._below = None  # the mirror image, for rays below a surface (built on first use)
+        self._kernel_data = None  # the compiled kernel's arguments (built on first use)
         self._test = test_bilinear if self.surface == "BILINEAR" else test_triangles
         # A ray exactly parallel to a grid axis may sit a few ulps outside the footprint
         # when aimed at its first or last grid line (module docstring).
@@ -106,6 +107,21 @@ class Heightfield:
             2.0**-50 * ((abs(x0) + abs(x0 + (n - 1) * d)) / d + n)
             for x0, d, n in zip(self.origin, self.spacing, (nx, ny))
         )
+
+    # The compiled kernel (core/backend.py, core/kernels/heightfield.py) answers EXACT
+    # rays on the numba backend; MARCH stays numpy only.
+    kernel_cells = True  # its results carry the cell of each hit
+
+    @property
+    def kernel_module(self):
+        return "heightfield" if self.method == "EXACT" else None
+
+    def _kernel_arguments(self):
+        if self._kernel_data is None:
+            from ..backend import kernels
+
+            self._kernel_data = kernels("heightfield").arguments(self)
+        return self._kernel_data
 
     def __repr__(self):
         ny, nx = self.heights.shape

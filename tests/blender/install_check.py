@@ -9,6 +9,7 @@ a temporary directory is used), so the extension repository it installs into is 
 nothing clashes with the dev copy of the add-on that the test session registers.
 """
 
+import importlib.machinery
 import json
 import os
 import sys
@@ -16,6 +17,27 @@ import tempfile
 
 if "bpy" not in sys.modules:
     os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="gq-install-"))
+
+BUNDLED = ("numba", "llvmlite")
+
+
+class OnlyBundledWheels:
+    """numba and llvmlite import only from the wheels the extension brought (installed under
+    BLENDER_USER_RESOURCES), never from the Python running Blender: the compiled backend
+    must work for a user who installed nothing."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in BUNDLED:
+            return None  # other modules, and the packages' submodules, as usual
+        user = os.environ["BLENDER_USER_RESOURCES"]
+        bundled = [entry for entry in sys.path if entry.startswith(user)]
+        spec = importlib.machinery.PathFinder.find_spec(name, bundled)
+        if spec is None:
+            raise ModuleNotFoundError(f"{name} is not among the extension's wheels", name=name)
+        return spec
+
+
+sys.meta_path.insert(0, OnlyBundledWheels())
 
 import bpy  # noqa: E402  (after BLENDER_USER_RESOURCES)
 
@@ -65,6 +87,41 @@ def fire_one_ray():
     }
 
 
+def compiled_backend():
+    """Which backend answered, from where numba came, where its kernels were cached, and a
+    batch query straight through the installed core."""
+    import numpy as np
+
+    core = sys.modules[MODULE + ".core"]
+    numba = sys.modules.get("numba")
+    cache = bpy.utils.extension_path_user(MODULE)
+    rng = np.random.default_rng(0)
+    origins = rng.normal(0, 3, (5000, 3))  # enough rays for the threaded path
+    cylinder = core.Cylinder((0, 0, -1), (0, 0, 1), 1.0)
+    hits = core.raycast(cylinder, origins, -origins)
+    with sys.modules[MODULE + ".core.backend"].use("numpy"):
+        reference = core.raycast(cylinder, origins, -origins)
+    return {
+        "backend": core.backend(),
+        "numba_file": getattr(numba, "__file__", None),
+        "llvmlite_file": getattr(sys.modules.get("llvmlite"), "__file__", None),
+        "kernels_loaded": sorted(
+            name.rsplit(".", 1)[1]
+            for name in sys.modules
+            if name.startswith(MODULE + ".core.kernels.")
+        ),
+        "cache_dir": cache,
+        "cached_files": sorted(
+            name for _, _, names in os.walk(cache) for name in names if name.endswith(".nbi")
+        ),
+        "batch_hits": int(hits.hit.sum()),
+        "same_hits_as_numpy": bool((hits.hit == reference.hit).all()),
+        "largest_difference_from_numpy": float(
+            np.abs(hits.point[hits.hit] - reference.point[hits.hit]).max()
+        ),
+    }
+
+
 def main():
     (zip_path,) = script_args()
     repo = next(r for r in bpy.context.preferences.extensions.repos if r.module == REPO)
@@ -82,6 +139,7 @@ def main():
     observed["installed"] = registered_state()
     observed["installed_files"] = sorted(os.listdir(os.path.join(repo.directory, PKG_ID)))
     observed["fire_ray"] = fire_one_ray()
+    observed["compiled"] = compiled_backend()
 
     observed["uninstall"] = sorted(
         bpy.ops.extensions.package_uninstall(repo_directory=repo.directory, pkg_id=PKG_ID)

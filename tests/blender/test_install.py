@@ -11,6 +11,7 @@ import math
 import os
 import subprocess
 import sys
+import tomllib
 import zipfile
 
 import bpy
@@ -49,14 +50,33 @@ def blender_command(script, *args):
     return [sys.executable, script, *args]
 
 
+PLATFORMS = ("linux_x64", "windows_x64", "macos_arm64", "macos_x64")
+
+
+def manifest_wheels():
+    """The wheel files blender_manifest.toml lists (./wheels/...)."""
+    with open(os.path.join(ROOT, "blender_manifest.toml"), "rb") as manifest:
+        return tomllib.load(manifest)["wheels"]
+
+
 @pytest.fixture(scope="module")
-def package(tmp_path_factory):
+def packages(tmp_path_factory):
+    """`make package`'s build: the wheels the manifest lists (downloaded by `make wheels`
+    when missing), then one zip per platform."""
+    if not all(os.path.isfile(os.path.join(ROOT, wheel)) for wheel in manifest_wheels()):
+        subprocess.run(
+            ["make", "-C", ROOT, "wheels", f"PY={sys.executable}"],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
     out_dir = tmp_path_factory.mktemp("gq-package")
     subprocess.run(
         [
             sys.executable,
             blender_ext_path(),
             "build",
+            "--split-platforms",
             "--source-dir",
             ROOT,
             "--output-dir",
@@ -66,16 +86,44 @@ def package(tmp_path_factory):
         capture_output=True,
         text=True,
     )
-    (zip_name,) = os.listdir(out_dir)
-    return out_dir / zip_name
+    return {path.name: path for path in out_dir.iterdir()}
 
 
-def test_package_is_named_after_id_and_version(package):
-    manifest = zipfile.ZipFile(package).read("blender_manifest.toml").decode()
+@pytest.fixture(scope="module")
+def package(packages):
+    """The package for this machine's platform (the one CI installs)."""
+    (linux,) = [path for name, path in packages.items() if name.endswith("-linux_x64.zip")]
+    return linux
+
+
+def test_one_package_per_platform_named_after_id_version_and_platform(packages):
+    manifest = zipfile.ZipFile(next(iter(packages.values()))).read("blender_manifest.toml")
     version = next(
-        line.split('"')[1] for line in manifest.splitlines() if line.startswith("version =")
+        line.split('"')[1]
+        for line in manifest.decode().splitlines()
+        if line.startswith("version =")
     )
-    assert package.name == f"geometry_queries-{version}.zip"
+    assert sorted(packages) == sorted(
+        f"geometry_queries-{version}-{platform}.zip" for platform in PLATFORMS
+    )
+
+
+def test_each_package_bundles_numba_and_llvmlite_for_its_platform_only(packages):
+    tags = {
+        "linux_x64": "manylinux",
+        "windows_x64": "win_amd64",
+        "macos_arm64": "arm64",
+        "macos_x64": "macosx_10_15_x86_64",
+    }
+    for name, path in packages.items():
+        platform = next(platform for platform in PLATFORMS if name.endswith(f"-{platform}.zip"))
+        wheels = [entry for entry in zipfile.ZipFile(path).namelist() if entry.endswith(".whl")]
+        assert sorted(wheel.split("/")[1].split("-")[0] for wheel in wheels) == [
+            "llvmlite",
+            "numba",
+        ], name
+        assert all(tags[platform] in wheel for wheel in wheels), (name, wheels)
+        assert not any(wheel.split("/")[1].startswith("numpy") for wheel in wheels)
 
 
 def test_package_holds_only_the_addon(package):
@@ -84,12 +132,17 @@ def test_package_holds_only_the_addon(package):
         "blender_manifest.toml",
         "LICENSE",
         "__init__.py",
+        "wheels",
         *ADDON_FOLDERS,
     }
     for name in names:
         parts = name.split("/")
         assert not any(part.startswith(".") or part == "__pycache__" for part in parts), name
-        assert name in ("blender_manifest.toml", "LICENSE") or name.endswith(".py"), name
+        assert (
+            name in ("blender_manifest.toml", "LICENSE")
+            or name.endswith(".py")
+            or (parts[0] == "wheels" and name.endswith(".whl"))
+        ), name
     # ... and every module of the add-on is in it.
     for folder in ADDON_FOLDERS:
         for file_name in os.listdir(os.path.join(ROOT, folder)):
@@ -105,7 +158,7 @@ def test_install_fire_ray_uninstall_in_fresh_blender(package, tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,  # includes compiling two kernels
     )
     assert run.returncode == 0, run.stderr[-3000:]
     result_lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
@@ -143,6 +196,21 @@ def test_install_fire_ray_uninstall_in_fresh_blender(package, tmp_path):
     z = math.sqrt(1.0 - 0.2**2 - 0.1**2)
     assert fired["hit_distances"][0] == pytest.approx(5.0 - z, abs=1e-6)
     assert fired["hit_points"][0] == pytest.approx([0.2, 0.1, z], abs=1e-6)
+
+    # The compiled backend answers inside Blender, with numba and llvmlite from the wheels
+    # the package brought (install_check.py lets them import from nowhere else), its
+    # kernels cached in the extension's user directory, the same answers as numpy.
+    compiled = observed["compiled"]
+    assert compiled["backend"] == "numba"
+    assert compiled["numba_file"].startswith(user_dir), compiled["numba_file"]
+    assert compiled["llvmlite_file"].startswith(user_dir), compiled["llvmlite_file"]
+    assert compiled["kernels_loaded"] == ["cylinder", "rays", "sphere"]
+    assert compiled["cache_dir"].startswith(user_dir)
+    assert any(name.startswith("sphere.raycast") for name in compiled["cached_files"])
+    assert any(name.startswith("cylinder.raycast") for name in compiled["cached_files"])
+    assert compiled["batch_hits"] > 1000
+    assert compiled["same_hits_as_numpy"]
+    assert compiled["largest_difference_from_numpy"] < 1e-12
 
     assert observed["uninstall"] == ["FINISHED"]
     assert observed["uninstalled"] == observed["before"]

@@ -1,0 +1,205 @@
+"""Which implementation answers the queries: compiled numba kernels or the numpy reference.
+
+``backend()`` is "numba" when numba imports and "numpy" otherwise; the environment variable
+``GEOMETRY_QUERIES_BACKEND=numpy`` forces the numpy reference, ``=numba`` demands numba (and
+fails clearly without it). ``use("numpy")`` switches for a ``with`` block (tests compare the
+two). Both backends give the same answers; the numpy modules are the readable reference.
+
+How a shape plugs in (core/kernels/sphere.py is a complete example):
+
+* The shape class sets ``kernel_module = "<name>"``: the module ``core/kernels/<name>.py``,
+  imported by :func:`kernels` the first time a query on such a shape runs on the numba
+  backend, never at import of ``core``. Each kernel compiles on its first call
+  (``@njit(cache=True, nogil=True)``, float64, no fastmath), each query on its own.
+* ``shape._kernel_arguments()`` returns the shape's parameters as a tuple (floats, float64
+  arrays) that the module's kernels take first.
+* The module defines a function per query it supports, a plain loop over the rays
+  ``range(start, stop)`` that returns how many of them were bad (non-finite input or a zero
+  direction; core/rays.py then lets the numpy validation name the first one):
+  ``raycast(arguments, placement, origins, directions, max_distance, out, start, stop)``
+  and ``sphere_cast(arguments, placement, starts, ends, radius, out, start, stop)``.
+  Rays are (N, 3) float64 (2D rows come with z = 0); ``max_distance`` / ``radius`` hold one
+  value for all or one per ray; ``placement`` (kernels.rays.placement) carries a Placed
+  wrapper's matrices, so the kernel moves each ray to local space and its hit back; ``out``
+  is the tuple of (N, 3) / (N,) result arrays (hit, distance, point, normal[, cell]) for
+  raycast (cell when the shape sets ``kernel_cells = True``) and (hit, distance, center,
+  point, normal) for sphere_cast. kernels/rays.py has the per-ray helpers (load, unit,
+  placement, store); a shape module adds its one-ray function and the loop.
+* :func:`kernel` runs a batch: in the calling thread below ``PARALLEL_MIN`` rays (small
+  batches must not pay for threads), else split into one block per thread
+  (``NUMBA_NUM_THREADS``, default: all cores), the kernels releasing the GIL. Threads of our
+  own rather than ``parallel=True``/``prange``: a prange loop costs 1.5-2 s more to compile
+  on first use (measured), it recompiles every helper for the parallel target.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import hashlib
+import importlib
+import os
+import shutil
+from typing import Any
+
+PARALLEL_MIN = 2048  # rays; below this one thread (handing blocks to threads costs ~50 us)
+
+_CHOICES = ("numba", "numpy")
+_override = None  # set by use()
+_numba_error = None  # why numba did not import, once tried
+_numba_checked = False
+_cache_dir = None  # set_cache_dir()
+_modules: dict[str, Any] = {}
+_FOLDER_PREFIX = "geometry_queries-kernels-"
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _numba_available() -> bool:
+    global _numba_checked, _numba_error
+    if not _numba_checked:
+        _numba_checked = True
+        try:
+            import numba  # noqa: F401
+        except Exception as error:  # ImportError, or numba refusing this numpy version
+            _numba_error = f"{type(error).__name__}: {error}"
+    return _numba_error is None
+
+
+def _numba() -> Any:
+    """The numba module (imported on first use; typed loosely: numba ships no stubs)."""
+    return importlib.import_module("numba")
+
+
+def backend() -> str:
+    """The active backend: "numba" or "numpy"."""
+    if _override is not None:
+        return _override
+    forced = os.environ.get("GEOMETRY_QUERIES_BACKEND", "").strip().lower()
+    if forced and forced not in _CHOICES:
+        raise ValueError(f"GEOMETRY_QUERIES_BACKEND must be 'numba' or 'numpy', got {forced!r}")
+    if forced == "numpy":
+        return "numpy"
+    if _numba_available():
+        return "numba"
+    if forced == "numba":
+        raise RuntimeError(
+            f"GEOMETRY_QUERIES_BACKEND=numba but numba does not import ({_numba_error}); "
+            "install numba or unset GEOMETRY_QUERIES_BACKEND"
+        )
+    return "numpy"
+
+
+@contextlib.contextmanager
+def use(name: str):
+    """Run the queries of a ``with`` block on backend ``name`` ("numba" or "numpy")."""
+    global _override
+    if name not in _CHOICES:
+        raise ValueError(f"backend must be 'numba' or 'numpy', got {name!r}")
+    if name == "numba" and not _numba_available():
+        raise RuntimeError(f"numba does not import ({_numba_error})")
+    previous, _override = _override, name
+    try:
+        yield
+    finally:
+        _override = previous
+
+
+def set_cache_dir(path) -> None:
+    """Keep the compiled kernels under ``path`` (the extension's user directory in Blender).
+    Takes effect for kernel modules not imported yet."""
+    global _cache_dir
+    _cache_dir = os.fspath(path)
+
+
+def _kernels_fingerprint() -> str:
+    """A hash of the kernels' sources. numba checks only a function's own file before it
+    reuses a cached kernel, not the helpers it inlines from kernels/rays.py: a cache folder
+    per version of all the sources keeps a stale kernel from being loaded."""
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels")
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            with open(os.path.join(folder, name), "rb") as source:
+                digest.update(name.encode() + b"\0" + source.read())
+    return digest.hexdigest()[:16]
+
+
+def cache_dir() -> str:
+    """Where the compiled kernels are kept: the folder given to :func:`set_cache_dir`, else
+    numba's own default (NUMBA_CACHE_DIR, else __pycache__ beside the sources when writable,
+    else numba's user-wide cache), in a subfolder per version of the kernels' sources."""
+    numba = _numba()
+
+    root = _cache_dir or numba.config.CACHE_DIR
+    if not root:
+        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels")
+        if os.access(here, os.W_OK):
+            root = os.path.join(here, "__pycache__")
+        else:
+            from numba.misc.appdirs import AppDirs
+
+            root = AppDirs(appname="numba", appauthor=False).user_cache_dir
+    folder = f"{_FOLDER_PREFIX}{_kernels_fingerprint()}"
+    if _cache_dir:  # our own directory: drop the kernels of earlier versions
+        with contextlib.suppress(OSError):
+            for old in os.listdir(_cache_dir):
+                if old.startswith(_FOLDER_PREFIX) and old != folder:
+                    shutil.rmtree(os.path.join(_cache_dir, old), ignore_errors=True)
+    return os.path.join(root, folder)
+
+
+def kernels(name: str):
+    """The kernel module core/kernels/``name``.py, imported on first use (numba backend only)."""
+    module = _modules.get(name)
+    if module is None:
+        numba = _numba()
+
+        # numba picks a function's cache folder when it is decorated: point it at ours for
+        # the import only, so other numba users in the same process keep their own setting.
+        previous = numba.config.CACHE_DIR
+        numba.config.CACHE_DIR = cache_dir()
+        try:
+            module = importlib.import_module(f"{__package__}.kernels.{name}")
+        finally:
+            numba.config.CACHE_DIR = previous
+        _modules[name] = module
+    return module
+
+
+def threads() -> int:
+    """Threads for large batches: NUMBA_NUM_THREADS (numba's default: every core)."""
+    numba = _numba()
+
+    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+
+
+def kernel(shape, query: str):
+    """A function running the compiled ``query`` ("raycast" or "sphere_cast") of ``shape``
+    on a whole batch, ``run(arguments, placement, rays, rays, values, out) -> bad rows``;
+    None when the numpy backend is active or the shape has no such kernel."""
+    name = getattr(shape, "kernel_module", None)
+    if name is None or backend() != "numba":
+        return None
+    loop = getattr(kernels(name), query, None)
+    if loop is None:
+        return None
+
+    def run(*arguments: Any) -> int:
+        n = len(arguments[2])
+        count = threads()
+        if n < PARALLEL_MIN or count == 1:
+            return loop(*arguments, 0, n)
+        global _pool
+        if _pool is None or _pool._max_workers != count - 1:
+            _pool = concurrent.futures.ThreadPoolExecutor(
+                count - 1, thread_name_prefix="geometry_queries"
+            )
+        bounds = [n * block // count for block in range(count + 1)]
+        others = [
+            _pool.submit(loop, *arguments, start, stop)  # type: ignore[call-arg]
+            for start, stop in zip(bounds[1:-1], bounds[2:])
+        ]
+        bad = loop(*arguments, bounds[0], bounds[1])  # the first block in this thread
+        return bad + sum(future.result() for future in others)
+
+    return run

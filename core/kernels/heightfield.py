@@ -1,0 +1,633 @@
+"""Compiled ray vs Heightfield (EXACT): the one-ray form of core/heightfield/ (shape.py,
+walk.py, surfaces.py), which stays the reference and documents the math.
+
+Per ray, as the reference does for all rays at once: clip to the footprint box, skip by the
+max hierarchy (one skip per pyramid level, coarsest first, then FINE_SKIPS at the block
+level), walk blocks, and inside each block the ray comes down into, walk cells
+Amanatides-Woo (exits recomputed from the integer indices) and test each cell's two
+triangles (or its bilinear patch) on the closed stretch of the ray over it, against the
+cell's own tolerance. A surface (solid=False) is hit from either side: a ray below it walks
+the mirror image (z and the heights negated) with the mirror's hierarchy. Every expression
+is the reference's, operand for operand, so both backends give the same bits (float64, no
+fastmath: LLVM neither reorders nor fuses), and touching within a tolerance is decided the
+same way.
+
+Written like PhysX's traceSegment or MuJoCo's mj_rayHfield: one ray at a time, a few
+scalars of state, stopping at the first hit. The whole walk is one function
+(``_trace_rows``) so that no call inside the loop over rays takes an array: each such
+call would cost reference counting, which the threads contend for.
+
+Arguments (Heightfield._kernel_arguments, made by ``arguments``): see ``arguments``.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..heightfield.grid import BLOCK
+from ..heightfield.walk import FINE_SKIPS, TINY
+from .rays import INF, finite, load, normal_to_world, store_ray_hit, to_local, transform, unit
+
+# Rays are traced in the order of the block they start over (_coherent_order) when a
+# thread has at least SORT_MIN_RAYS of them and the terrain has at least SORT_MIN_CELLS
+# heights (smaller ones stay in the cache anyway).
+SORT_MIN_RAYS = 256
+SORT_MIN_CELLS = 1 << 14
+
+
+# numpy's NaN semantics, where a NaN may reach: np.minimum/np.maximum propagate it,
+# np.fmin/np.fmax ignore it.
+@njit(cache=True, error_model="numpy")
+def _minimum(a, b):
+    return a if (a <= b or a != a) else b
+
+
+@njit(cache=True, error_model="numpy")
+def _maximum(a, b):
+    return a if (a >= b or a != a) else b
+
+
+@njit(cache=True, error_model="numpy")
+def _fmin(a, b):
+    return a if (a <= b or b != b) else b
+
+
+@njit(cache=True, error_model="numpy")
+def _fmax(a, b):
+    return a if (a >= b or b != b) else b
+
+
+@njit(cache=True, error_model="numpy")
+def _node_index(count, stride, size, U, V):
+    """Index of the padded node at grid point (U, V) in a level of ``count`` nodes (see
+    grid.Terrain.hierarchy and walk.node_tops); a point off the level (or NaN) clips as numpy's
+    float-to-index trick does."""
+    column = np.floor(U * (1.0 / size))
+    row = np.floor(V * (1.0 / size))
+    k = row * stride + (column + (stride + 1))
+    if k >= count - 1 or k != k:
+        return count - 1
+    if k <= 0:
+        return 0
+    return int(k)
+
+
+@njit(cache=True, error_model="numpy")
+def _slab(p0, dp, lo, hi, slack):
+    """Interval of t where p0 + t dp lies in [lo, hi] (shape._slab)."""
+    inverse = 1.0 / dp
+    ta = (lo - p0) * inverse
+    tb = (hi - p0) * inverse
+    if dp == 0:
+        if p0 >= lo - slack and p0 <= hi + slack:
+            return -INF, INF
+        return INF, -INF
+    return _minimum(ta, tb), _maximum(ta, tb)
+
+
+@njit(cache=True, error_model="numpy")
+def _clip_solid(U0, V0, oz, du, dv, dz, limit, nx, ny, zmin, top, slack_x, slack_y):
+    """(t0, t1, face) of Heightfield._clip: the stretch in the footprint box under the
+    top, and the face entered (0 origin inside, 1 x wall, 2 y wall, 3 top)."""
+    enter_x, leave_x = _slab(U0, du, 0.0, nx - 1.0, slack_x)
+    enter_y, leave_y = _slab(V0, dv, 0.0, ny - 1.0, slack_y)
+    to_top = (top - oz) / dz
+    below = oz <= top
+    if dz < 0:
+        enter_z = to_top
+    else:
+        enter_z = -INF if below else INF
+    if dz > 0:
+        leave_z = to_top
+    else:
+        leave_z = INF if (below or dz < 0) else -INF
+    t0 = _maximum(_maximum(enter_x, enter_y), _maximum(enter_z, 0.0))
+    t1 = _minimum(_minimum(leave_x, leave_y), _minimum(leave_z, limit))
+    to_bottom = (zmin - oz) / dz if dz < 0 else INF
+    t1 = _minimum(t1, _maximum(to_bottom, t0))
+    if t0 == 0.0:
+        face = 0
+    elif t0 == enter_x:
+        face = 1
+    elif t0 == enter_y:
+        face = 2
+    else:
+        face = 3
+    return t0, t1, face
+
+
+@njit(cache=True, error_model="numpy")
+def _surface_height(h00, h10, h01, h11, anti, bilinear, u, v):
+    """Height at (u, v) of a cell (surfaces.surface_at): the bilinear patch, or the
+    triangle holding the point (split along u + v = 1 where ``anti``)."""
+    if bilinear:
+        a, b, c = h10 - h00, h01 - h00, h00 - h10 - h01 + h11
+        return h00 + a * u + b * v + c * u * v
+    a0 = h10 - h00
+    a1 = h11 - h01
+    main_b0 = h11 - h10
+    main_b1 = h01 - h00
+    if anti:
+        w = 1.0 - u - v
+        b0, b1, c1 = main_b1, main_b0, h01 + h10 - h11
+    else:
+        w = u - v
+        b0, b1, c1 = main_b0, main_b1, h00
+    if w >= 0:
+        return h00 + a0 * u + b0 * v
+    return c1 + a1 * u + b1 * v
+
+
+@njit(cache=True, error_model="numpy")
+def _cell_tolerance(h00, h10, h01, h11, spacing):
+    """The cell's touching tolerance, 2^-40 of its largest |corner height| or the largest
+    spacing (grid.tolerances, from the corners at hand: no table to read)."""
+    magnitude = max(max(abs(h00), abs(h10)), max(abs(h01), abs(h11)))
+    return max(magnitude, spacing) * 2.0**-40
+
+
+@njit(cache=True, error_model="numpy")
+def _piece_root(g_start, g_end, start, end, tol, touch_at_start):
+    """First point of [start, end] where the linear g is within tol of the surface or
+    below it, inf where none (surfaces._piece_root)."""
+    if g_start <= 0.0:
+        return start
+    if g_end < g_start and g_end <= tol:
+        return start + (end - start) * _minimum(g_start / (g_start - g_end), 1.0)
+    if g_start <= tol and touch_at_start:
+        return start
+    return INF
+
+
+@njit(cache=True, error_model="numpy")
+def _cell_triangles(h00, h10, h01, h11, tol, anti, a, i, j, U0, V0, oz, du, dv, dz, ta, tb):
+    """(hit, t, grad_u, grad_v) of cell (i, j)'s two triangles on [ta, tb]: corner heights
+    h00 ... h11, the cell's tolerance, split along u + v = 1 if ``anti`` (``a`` 1.0, else
+    0.0) (surfaces.test_triangles, expression for expression)."""
+    ua = U0 + ta * du - i
+    va = V0 + ta * dv - j
+    curl = (h00 - h10) + (h11 - h01)
+    a1 = h11 - h01
+    b1 = h01 - h00
+    if anti:
+        eu = 1.0 - 2.0 * a
+        c1 = h00 - a * curl
+        b1 = b1 + a * curl
+        sigma = -curl * eu
+        wa = eu * ua - va + a
+        dw = eu * du - dv
+    else:
+        eu = 1.0
+        c1 = h00
+        sigma = -curl
+        wa = ua - va
+        dw = du - dv
+    la = (oz + ta * dz - c1) - a1 * ua - b1 * va
+    slope = dz - a1 * du - b1 * dv
+    lb = tb - ta
+    lm = _fmin(_fmax(-wa / dw, 0.0), lb)
+    ga = la - sigma * _maximum(wa, 0.0)
+    gm = la + slope * lm - sigma * _maximum(wa + dw * lm, 0.0)
+    gb = la + slope * lb - sigma * _maximum(wa + dw * lb, 0.0)
+    if not (_fmin(_fmin(ga, gm), gb) <= tol * (1.0 if lb > 0 else 0.0)):
+        return False, 0.0, 0.0, 0.0
+    first = _piece_root(ga, gm, 0.0, lm, tol, lm > 0)
+    early = first < INF
+    distance = first if early else _piece_root(gm, gb, lm, lb, tol, True)
+    middle = 0.5 * lm if (early and lm > 0) else 0.5 * (lm + lb)
+    on_first = 1.0 if wa + dw * middle > 0 else 0.0
+    grad_u = a1 + on_first * sigma * eu
+    grad_v = b1 - on_first * sigma
+    return True, ta + distance, grad_u, grad_v
+
+
+@njit(cache=True, error_model="numpy")
+def _cell_bilinear(h00, h10, h01, h11, tol, i, j, U0, V0, oz, du, dv, dz, ta, tb):
+    """(hit, t, grad_u, grad_v) of cell (i, j)'s bilinear patch on [ta, tb]
+    (surfaces.test_bilinear, expression for expression)."""
+    a, b, c = h10 - h00, h01 - h00, (h00 - h10) + (h11 - h01)
+    ua = U0 + ta * du - i
+    va = V0 + ta * dv - j
+    g0 = oz + ta * dz - (h00 + a * ua + b * va + c * ua * va)
+    g1 = dz - (a * du + b * dv + c * (ua * dv + va * du))
+    g2 = -c * du * dv
+    length = tb - ta
+    g_end = g0 + length * (g1 + length * g2)
+    vertex = _fmin(_fmax(-g1 / (2.0 * g2), 0.0), length)
+    g_vertex = g0 + vertex * (g1 + vertex * g2)
+    if not (_fmin(_fmin(g0, g_end), g_vertex) <= tol * (1.0 if length > 0 else 0.0)):
+        return False, 0.0, 0.0, 0.0
+    discriminant = g1 * g1 - 4.0 * g2 * g0
+    real = discriminant >= 0
+    q = -0.5 * (g1 + math.copysign(math.sqrt(_maximum(discriminant, 0.0)), g1))
+    r1, r2 = q / g2, g0 / q
+    if not (real and r1 >= 0 and r1 <= length):
+        r1 = INF
+    if not (real and r2 >= 0 and r2 <= length):
+        r2 = INF
+    root = _minimum(r1, r2)
+    rooted = abs(root) < INF
+    if g0 <= 0.0 or (g0 <= tol and (g1 >= 0.0 or not rooted)):
+        distance = 0.0
+    elif rooted:
+        distance = root
+    elif g_vertex <= tol:
+        distance = vertex
+    else:
+        distance = length
+    u = ua + distance * du
+    v = va + distance * dv
+    return True, ta + distance, a + c * v, b + c * u
+
+
+@njit(cache=True, error_model="numpy")
+def _coherent_order(arguments, placement, origins, start, stop):
+    """Rays start ... stop - 1 in the order of the block their origin lies over (a
+    counting sort): rays traced one after another then read the same heights and
+    hierarchy nodes, which stay in the cache, instead of one random spot of a large
+    terrain each."""
+    x0, y0, dx, dy, nx, ny = arguments[:6]
+    nbx = -(-(nx - 1) // BLOCK)
+    nby = -(-(ny - 1) // BLOCK)
+    count = stop - start
+    keys = np.empty(count, dtype=np.int64)
+    starts = np.zeros(nbx * nby + 1, dtype=np.int64)
+    inverse, translation = placement[1], placement[2]
+    for r in range(count):
+        ox, oy, oz = load(origins, start + r)
+        if placement[0]:
+            ox, oy, oz = transform(
+                inverse, ox - translation[0], oy - translation[1], oz - translation[2]
+            )
+        column = (ox - x0) / dx * (1.0 / BLOCK)
+        line = (oy - y0) / dy * (1.0 / BLOCK)
+        key = 0
+        if abs(column) < INF and abs(line) < INF:
+            key = int(min(max(line, 0.0), nby - 1.0)) * nbx + int(min(max(column, 0.0), nbx - 1.0))
+        keys[r] = key
+        starts[key + 1] += 1
+    for key in range(nbx * nby):
+        starts[key + 1] += starts[key]
+    order = np.empty(count, dtype=np.int64)
+    for r in range(count):
+        order[starts[keys[r]]] = start + r
+        starts[keys[r]] += 1
+    return order
+
+
+# Divisions by zero give inf or NaN as in numpy (the reference divides freely, e.g. by a
+# zero direction component) instead of raising; the helpers above are inlined into it.
+@njit(cache=True, nogil=True, error_model="numpy")
+def _trace(arguments, placement, origins, directions, max_distance, out, start, stop):
+    """Rays start ... stop - 1, one at a time (Heightfield._cast for each): returns the
+    number of rows with non-finite input or a zero direction."""
+    x0, y0, dx, dy, nx, ny = arguments[:6]
+    heights, spacing, anti_of, has_anti, bilinear, solid = arguments[6:12]
+    zmin, top_above, top_mirror, slack_x, slack_y = arguments[12:17]
+    block_max, nodes, node_offset, node_count, node_stride, node_size = arguments[17:23]
+    reach_first, reach_levels, inner_first, inner_levels = arguments[23:27]
+    cells = nx * ny  # the heights of one terrain (the mirror's follow the terrain's)
+    nbx = -(-(nx - 1) // BLOCK)
+    nby = -(-(ny - 1) // BLOCK)
+    blocks = nbx * nby
+    step = 1 if max_distance.shape[0] == origins.shape[0] else 0
+    hit, distance, point, normal, cell = out
+    bad = 0
+    for row in range(start, stop):
+        ox, oy, oz = load(origins, row)
+        ex, ey, ez = load(directions, row)
+        ux, uy, uz = unit(ex, ey, ez)
+        if not (finite(ox, oy, oz) and finite(ex, ey, ez)) or (ux == 0 and uy == 0 and uz == 0):
+            bad += 1
+            continue
+        limit = max_distance[row * step]
+        lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
+        # -- _Rays: grid units -------------------------------------------------------------
+        U0 = (lx - x0) / dx
+        V0 = (ly - y0) / dy
+        du = lux / dx
+        dv = luy / dy
+        dz = luz
+        wz = lz  # the walk's z: negated for a ray below a surface
+        terrain = 0  # 0: the terrain as given, 1: its mirror image
+        face = 0
+        if solid:
+            t0, t1, face = _clip_solid(
+                U0, V0, lz, du, dv, dz, limit * stretch, nx, ny, zmin, top_above, slack_x, slack_y
+            )
+        else:  # Heightfield._cast_surface: the footprint between the mirror's and our tops
+            enter_x, leave_x = _slab(U0, du, 0.0, nx - 1.0, slack_x)
+            enter_y, leave_y = _slab(V0, dv, 0.0, ny - 1.0, slack_y)
+            enter_z, leave_z = _slab(lz, dz, -top_mirror, top_above, 0.0)
+            t0 = _maximum(_maximum(enter_x, enter_y), _maximum(enter_z, 0.0))
+            t1 = _minimum(_minimum(leave_x, leave_y), _minimum(leave_z, limit * stretch))
+            below = dz > 0
+            if t0 <= t1 and not (t0 == enter_z and enter_z > 0):
+                U = U0 + t0 * du
+                V = V0 + t0 * dv
+                i = int(min(max(np.floor(U), 0.0), nx - 2.0))
+                j = int(min(max(np.floor(V), 0.0), ny - 2.0))
+                k = j * nx + i
+                anti = has_anti and anti_of[j * (nx - 1) + i] > 0
+                h = _surface_height(
+                    heights[k], heights[k + 1], heights[k + nx], heights[k + nx + 1],
+                    anti, bilinear, U - i, V - j,
+                )  # fmt: skip
+                below = lz + t0 * dz < h
+            if below:
+                terrain = 1
+                wz = -lz
+                dz = -dz
+        t = INF
+        grad_u = 0.0
+        grad_v = 0.0
+        cell_i = -1
+        cell_j = -1
+        # -- walk.start_walk: one skip per pyramid level, coarsest first ---------------------
+        tc = t0
+        if t0 <= t1:
+            inv_dz = 1.0 / dz if dz < 0 else 0.0
+            inv_chebyshev = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
+            first = reach_first[terrain]
+            levels = reach_levels[terrain]
+            for skip in range(levels - 1 + FINE_SKIPS):
+                level = first + (levels - 1 - skip if skip < levels - 1 else 0)
+                size = node_size[level]
+                at = _minimum(tc, t1)
+                k = _node_index(
+                    node_count[level], node_stride[level], size, U0 + at * du, V0 + at * dv
+                )
+                top = nodes[node_offset[level] + k]
+                if dz >= 0:
+                    down = INF if wz + tc * dz > top else tc
+                else:
+                    down = (top - wz) * inv_dz
+                tc = _maximum(tc, _minimum(tc + size * inv_chebyshev, down))
+        if t0 <= t1 and tc <= t1:
+            # -- walk.walk: blocks, then the cells of each block the ray comes down into -----
+            # Rays parallel to grid lines: +-TINY toward the middle (see walk.start_walk).
+            if du == 0:
+                du = -TINY if U0 > 0.5 * (nx - 1) else TINY
+            if dv == 0:
+                dv = -TINY if V0 > 0.5 * (ny - 1) else TINY
+            inv_du = 1.0 / du
+            inv_dv = 1.0 / dv
+            px = 1.0 if du > 0 else 0.0
+            py = 1.0 if dv > 0 else 0.0
+            sx = 1 if du > 0 else -1
+            sy = 1 if dv > 0 else -1
+            negative = min(dz, 0.0)  # 1 / dz for descending rays, else 0, as walk._enter_block
+            inv_dz = negative / (negative * negative + (1.0 if dz >= 0 else 0.0))
+            inv_chebyshev = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
+            heights_at = terrain * cells
+            blocks_at = terrain * blocks
+            inner = inner_first[terrain]
+            inner_end = inner + inner_levels[terrain]
+            column = np.floor((U0 + tc * du) * (1.0 / BLOCK))
+            line = np.floor((V0 + tc * dv) * (1.0 / BLOCK))
+            walking = abs(column) < INF and abs(line) < INF
+            Ib = int(min(max(column, 0.0), nbx - 1.0)) * BLOCK if walking else 0
+            Jb = int(min(max(line, 0.0), nby - 1.0)) * BLOCK if walking else 0
+            while walking:
+                # -- one block ----------------------------------------------------------
+                tbx = (Ib + px * BLOCK - U0) * inv_du
+                tby = (Jb + py * BLOCK - V0) * inv_dv
+                te = _maximum(_minimum(_minimum(tbx, tby), t1), tc)
+                zlow = wz + _minimum(tc * dz, te * dz)
+                block = (Jb // BLOCK) * nbx + Ib // BLOCK
+                top = block_max[blocks_at + min(max(block, 0), blocks - 1)]
+                if zlow <= top:  # block tops include the cells' tolerances
+                    # -- walk._enter_block: from where the ray comes down to the block max ----
+                    to_top = (top - wz) / dz
+                    ta = _fmax(tc, to_top) if dz < 0 else tc
+                    tf = _minimum(te, to_top) if dz > 0 else te
+                    ta = _minimum(ta, tf)
+                    for level in range(inner, inner_end):
+                        size = node_size[level]
+                        k = _node_index(
+                            node_count[level], node_stride[level], size, U0 + ta * du, V0 + ta * dv
+                        )
+                        node = nodes[node_offset[level] + k]
+                        ta = _maximum(ta, _minimum(ta + size * inv_chebyshev, (node - wz) * inv_dz))
+                    ta = _minimum(ta, tf)
+                    column = np.floor(U0 + ta * du)
+                    line = np.floor(V0 + ta * dv)
+                    if not (abs(column) < INF and abs(line) < INF):
+                        break
+                    i = int(min(max(column, Ib), min(Ib + BLOCK, nx - 1) - 1))
+                    j = int(min(max(line, Jb), min(Jb + BLOCK, ny - 1) - 1))
+                    # -- its cells, Amanatides-Woo, exits from the integer indices -------
+                    found = False
+                    while True:
+                        cbx = (i + px - U0) * inv_du
+                        cby = (j + py - V0) * inv_dv
+                        tb = _maximum(_minimum(_minimum(cbx, cby), tf), ta)
+                        corner = heights_at + j * nx + i
+                        h00, h10 = heights[corner], heights[corner + 1]
+                        h01, h11 = heights[corner + nx], heights[corner + nx + 1]
+                        tol = _cell_tolerance(h00, h10, h01, h11, spacing)
+                        if bilinear:
+                            found, t, grad_u, grad_v = _cell_bilinear(
+                                h00, h10, h01, h11, tol,
+                                i, j, U0, V0, wz, du, dv, dz, ta, tb,
+                            )  # fmt: skip
+                        else:
+                            a = anti_of[j * (nx - 1) + i] if has_anti else 0.0
+                            found, t, grad_u, grad_v = _cell_triangles(
+                                h00, h10, h01, h11, tol, has_anti, a,
+                                i, j, U0, V0, wz, du, dv, dz, ta, tb,
+                            )  # fmt: skip
+                        if found:
+                            break
+                        if cbx <= cby:
+                            i += sx
+                        else:
+                            j += sy
+                        ta = tb
+                        if tb >= tf:
+                            break
+                    if found:
+                        cell_i = i
+                        cell_j = j
+                        break
+                if not (te < t1):
+                    break
+                if tbx <= tby:
+                    Ib += sx * BLOCK
+                else:
+                    Jb += sy * BLOCK
+                tc = te
+            if cell_i < 0:
+                t = INF
+                grad_u = 0.0
+                grad_v = 0.0
+            elif terrain == 1:  # the mirror's gradients, back to the terrain's
+                grad_u = -grad_u
+                grad_v = -grad_v
+        # -- Heightfield._normal; a solid's side walls, a surface's side facing the ray --
+        normal_u = -grad_u / dx
+        normal_v = -grad_v / dy
+        length = math.sqrt(normal_u * normal_u + normal_v * normal_v + 1.0)
+        nx_, ny_, nz_ = normal_u / length, normal_v / length, 1.0 / length
+        if solid:
+            if t == t0 and (face == 1 or face == 2):
+                nx_ = -np.sign(du) if face == 1 else 0.0
+                ny_ = -np.sign(dv) if face == 2 else 0.0
+                nz_ = 0.0
+        elif nx_ * lux + ny_ * luy + nz_ * luz > 0.0:
+            nx_, ny_, nz_ = -nx_, -ny_, -nz_
+        nx_, ny_, nz_ = normal_to_world(placement, nx_, ny_, nz_)
+        t = t / stretch
+        store_ray_hit(
+            hit,
+            distance,
+            point,
+            normal,
+            row,
+            t,
+            nx_,
+            ny_,
+            nz_,
+            ox,
+            oy,
+            oz,
+            ux,
+            uy,
+            uz,
+            limit,
+            solid,
+        )
+        found = t <= limit and t < INF
+        cell[row, 0] = cell_i if found else -1
+        cell[row, 1] = cell_j if found else -1
+    return bad
+
+
+# -- the field in the kernel's form --------------------------------------------------------
+
+
+def _levels(hierarchies, which):
+    """Skip levels (size, nodes, stride) of one or two terrains' hierarchies (``which``:
+    1 for the pyramid, 2 for the cell-level skips) in one list, and per terrain its first
+    level and level count."""
+    levels: list = []
+    first, count = [], []
+    for hierarchy in hierarchies:
+        first.append(len(levels))
+        count.append(len(hierarchy[which]))
+        levels.extend(hierarchy[which])
+    return levels, np.array(first, dtype=np.int64), np.array(count, dtype=np.int64)
+
+
+def arguments(field):
+    """The tuple of Heightfield._kernel_arguments: placement and size of the grid
+    (x0, y0, dx, dy, nx, ny); heights (flat, the mirror's heights after them for a
+    surface), the largest spacing (for the cells' tolerances), diagonals (1.0 where
+    anti), has diagonals, BILINEAR, solid; zmin, the terrain's and the mirror's top, the
+    footprint slack in x and y; block maxima (the mirror's after them); the skip levels of
+    both hierarchies as one flat array of nodes with per-level offset, count, stride and
+    size; per terrain its first pyramid level and count, and its first cell-skip level
+    and count. The arrays are the reference's own (grid.Terrain), joined only for a surface."""
+    terrains = [field._above] if field.solid else [field._above, field._mirror]
+    hierarchies = [terrain.hierarchy for terrain in terrains]
+    reach, reach_first, reach_levels = _levels(hierarchies, 1)
+    inner, inner_first, inner_levels = _levels(hierarchies, 2)
+    levels = reach + inner
+    inner_first = inner_first + len(reach)
+    counts = np.array([nodes.shape[0] for _, nodes, _ in levels], dtype=np.int64)
+    ny, nx = field.heights.shape
+    anti = field._anti
+    return (
+        float(field.origin[0]),
+        float(field.origin[1]),
+        float(field.spacing[0]),
+        float(field.spacing[1]),
+        int(nx),
+        int(ny),
+        _joined([terrain.flat for terrain in terrains]),
+        float(max(field.spacing)),
+        _read_only(np.zeros(1) if anti is None else anti),
+        anti is not None,
+        field.surface == "BILINEAR",
+        field.solid,
+        float(field.zmin),
+        float(field._above.top),
+        0.0 if field.solid else float(field._mirror.top),
+        float(field._edge_slack[0]),
+        float(field._edge_slack[1]),
+        _joined([hierarchy[0] for hierarchy in hierarchies]),
+        _joined([nodes for _, nodes, _ in levels]),
+        np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64),
+        counts,
+        np.array([stride for _, _, stride in levels], dtype=np.int64),
+        _read_only([size for size, _, _ in levels]),
+        reach_first,
+        reach_levels,
+        inner_first,
+        inner_levels,
+    )
+
+
+def _joined(arrays):
+    """One contiguous float64 array of ``arrays`` end to end (no copy for one)."""
+    if len(arrays) == 1:
+        return _read_only(arrays[0])
+    return _read_only(np.concatenate(arrays))
+
+
+def _read_only(array):
+    """A read-only view: the kernel's arguments have one type whether an array is the
+    reference's own (read-only heights) or made here, so the kernel compiles once."""
+    view = np.ascontiguousarray(array, dtype=np.float64).view()
+    view.setflags(write=False)
+    return view
+
+
+@njit(cache=True, nogil=True)
+def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
+    """Rays start ... stop - 1 (see core/backend.py): traced in their order, or on a large
+    terrain in the order of the block they start over (_coherent_order), so that rays
+    traced one after another read the same heights and nodes from the cache instead of
+    one random spot of the terrain each. The rays are gathered into that order and the
+    results scattered back in short loops of their own (whose memory accesses overlap;
+    inside the long walk they would wait one by one)."""
+    count = stop - start
+    nx, ny = arguments[4], arguments[5]
+    if count < SORT_MIN_RAYS or nx * ny < SORT_MIN_CELLS:
+        return _trace(arguments, placement, origins, directions, max_distance, out, start, stop)
+    order = _coherent_order(arguments, placement, origins, start, stop)
+    hit, distance, point, normal, cell = out
+    ordered_origins = np.empty((count, 3))
+    ordered_directions = np.empty((count, 3))
+    per_ray = max_distance.shape[0] == origins.shape[0]
+    limits = np.empty(count if per_ray else 1)
+    if not per_ray:
+        limits[0] = max_distance[0]
+    for k in range(count):
+        row = order[k]
+        for axis in range(3):
+            ordered_origins[k, axis] = origins[row, axis]
+            ordered_directions[k, axis] = directions[row, axis]
+        if per_ray:
+            limits[k] = max_distance[row]
+    results = (
+        np.empty(count, dtype=np.bool_),
+        np.empty(count),
+        np.empty((count, 3)),
+        np.empty((count, 3)),
+        np.empty((count, 2), dtype=np.int64),
+    )
+    bad = _trace(
+        arguments, placement, ordered_origins, ordered_directions, limits, results, 0, count
+    )
+    for k in range(count):
+        row = order[k]
+        hit[row] = results[0][k]
+        distance[row] = results[1][k]
+        for axis in range(3):
+            point[row, axis] = results[2][k, axis]
+            normal[row, axis] = results[3][k, axis]
+        cell[row, 0] = results[4][k, 0]
+        cell[row, 1] = results[4][k, 1]
+    return bad

@@ -1,0 +1,183 @@
+"""Compiled ray vs sphere/circle and sphere cast vs sphere: the one-ray form of core/sphere.py
+(its docstring has the math: closest approach first, then the half chord).
+
+Arguments (Sphere._kernel_arguments): (center as a 3-vector, z = 0 for a circle, radius,
+dimension).
+"""
+
+import numpy as np
+from numba import njit
+
+from .rays import (
+    INF,
+    finite,
+    load,
+    normal_to_world,
+    scaled_unit,
+    store_cast_hit,
+    store_ray_hit,
+    to_local,
+    transform,
+    unit,
+)
+
+
+@njit(inline="always")
+def ball_entry(mx, my, mz, ux, uy, uz, radius):
+    """First t >= 0 where (m + t u) is within ``radius`` of the origin (u unit or zero);
+    0 when m already is, inf when never."""
+    if mx * mx + my * my + mz * mz <= radius * radius:
+        return 0.0  # origin inside or on the ball
+    closest = -(mx * ux + my * uy + mz * uz)
+    px = mx + closest * ux
+    py = my + closest * uy
+    pz = mz + closest * uz
+    half_chord_squared = radius * radius - (px * px + py * py + pz * pz)
+    if not half_chord_squared >= 0.0:
+        return INF  # the line passes the ball
+    half_chord = np.sqrt(half_chord_squared)
+    if not closest + half_chord >= 0.0:
+        return INF  # the ball lies behind the origin
+    return max(closest - half_chord, 0.0)
+
+
+@njit(inline="always")
+def ray_sphere(center, radius, ox, oy, oz, ux, uy, uz):
+    """Distance and outward normal of one ray (unit direction) against the ball."""
+    mx, my, mz = ox - center[0], oy - center[1], oz - center[2]
+    t = ball_entry(mx, my, mz, ux, uy, uz, radius)
+    scale = 1.0 / radius
+    return t, (mx + t * ux) * scale, (my + t * uy) * scale, (mz + t * uz) * scale
+
+
+@njit(inline="always")
+def cast_sphere(center, radius, sx, sy, sz, ux, uy, uz, cast_radius, dimension):
+    """Centre travel, contact point and normal of a ball of ``cast_radius`` moving from s
+    along u (unit, or zero for a zero-length cast) against the ball: the ray against the
+    ball of radius + cast_radius; the normal points from the target toward the centre."""
+    mx, my, mz = sx - center[0], sy - center[1], sz - center[2]
+    t = ball_entry(mx, my, mz, ux, uy, uz, radius + cast_radius)
+    if t == INF:
+        return INF, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    tx, ty, tz = mx + t * ux, my + t * uy, mz + t * uz
+    length = np.sqrt(tx * tx + ty * ty + tz * tz)
+    if length == 0.0:
+        # The cast starts at the target's centre: face back along the cast (or up).
+        nx, ny, nz = -ux, -uy, -uz
+        if nx == 0.0 and ny == 0.0 and nz == 0.0:
+            if dimension == 3:
+                nz = 1.0
+            else:
+                ny = 1.0
+    else:
+        nx, ny, nz = tx / length, ty / length, tz / length
+    px = center[0] + radius * nx
+    py = center[1] + radius * ny
+    pz = center[2] + radius * nz
+    return t, px, py, pz, nx, ny, nz
+
+
+@njit(cache=True, nogil=True)
+def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
+    center, radius, _ = arguments
+    hit, distance, point, normal = out
+    n = origins.shape[0]
+    step = 1 if max_distance.shape[0] == n else 0  # per-ray limits or one for all
+    bad = 0
+    for i in range(start, stop):
+        ox, oy, oz = load(origins, i)
+        dx, dy, dz = load(directions, i)
+        ux, uy, uz = unit(dx, dy, dz)
+        if not (finite(ox, oy, oz) and finite(dx, dy, dz)) or (ux == 0 and uy == 0 and uz == 0):
+            bad += 1
+            continue
+        lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
+        t, nx, ny, nz = ray_sphere(center, radius, lx, ly, lz, lux, luy, luz)
+        nx, ny, nz = normal_to_world(placement, nx, ny, nz)
+        store_ray_hit(
+            hit,
+            distance,
+            point,
+            normal,
+            i,
+            t / stretch,
+            nx,
+            ny,
+            nz,
+            ox,
+            oy,
+            oz,
+            ux,
+            uy,
+            uz,
+            max_distance[i * step],
+            True,
+        )
+    return bad
+
+
+@njit(cache=True, nogil=True)
+def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
+    center, target_radius, dimension = arguments
+    hit, distance, center_at_contact, point, normal = out
+    n = starts.shape[0]
+    step = 1 if radius.shape[0] == n else 0
+    placed, inverse, translation, linear, k = placement
+    bad = 0
+    for i in range(start, stop):
+        sx, sy, sz = load(starts, i)
+        ex, ey, ez = load(ends, i)
+        if not (finite(sx, sy, sz) and finite(ex, ey, ez)):
+            bad += 1
+            continue
+        ux, uy, uz, length = scaled_unit(ex - sx, ey - sy, ez - sz)
+        cast_radius = radius[i * step]
+        if placed:  # a similarity L = k Q: lengths shrink by k into local space
+            lx, ly, lz = transform(
+                inverse, sx - translation[0], sy - translation[1], sz - translation[2]
+            )
+            lux, luy, luz = transform(inverse, ux, uy, uz)
+            t, px, py, pz, nx, ny, nz = cast_sphere(
+                center,
+                target_radius,
+                lx,
+                ly,
+                lz,
+                k * lux,
+                k * luy,
+                k * luz,
+                cast_radius / k,
+                dimension,
+            )
+            t = t * k
+            px, py, pz = transform(linear, px, py, pz)
+            px, py, pz = px + translation[0], py + translation[1], pz + translation[2]
+            nx, ny, nz = transform(linear, nx, ny, nz)
+            nx, ny, nz = nx / k, ny / k, nz / k
+        else:
+            t, px, py, pz, nx, ny, nz = cast_sphere(
+                center, target_radius, sx, sy, sz, ux, uy, uz, cast_radius, dimension
+            )
+        store_cast_hit(
+            hit,
+            distance,
+            center_at_contact,
+            point,
+            normal,
+            i,
+            t,
+            length,
+            px,
+            py,
+            pz,
+            nx,
+            ny,
+            nz,
+            sx,
+            sy,
+            sz,
+            ux,
+            uy,
+            uz,
+        )
+    return bad

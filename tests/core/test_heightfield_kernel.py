@@ -1,0 +1,153 @@
+"""The compiled Heightfield kernel (core/kernels/heightfield.py) gives the numpy reference's
+answers: the same hits and misses and cells, distances and normals to 1e-12, on both
+terrain models and surfaces, with and without diagonals and placements, for rays of every
+kind (tilted, vertical, along grid lines, grazing, from below, from the sides), on grids
+small and large enough for several pyramid levels, through the serial and the parallel
+loop. Whether those answers are right is test_heightfield.py's business (brute force),
+which also runs on both backends."""
+
+import numpy as np
+import pytest
+
+from core import Heightfield, Placed, raycast
+from core.backend import PARALLEL_MIN, use
+
+
+@pytest.fixture(scope="module", autouse=True)
+def backend():
+    """This module compares the two backends itself (overrides conftest's parametrization)."""
+    yield "both"
+
+
+def assert_same(shape, origins, directions, max_distance=np.inf):
+    origins, directions = np.broadcast_arrays(np.asarray(origins, float), directions)
+    with use("numpy"):
+        expected = raycast(shape, origins, directions, max_distance)
+    with use("numba"):
+        got = raycast(shape, origins, directions, max_distance)
+    np.testing.assert_array_equal(got.hit, expected.hit)
+    np.testing.assert_array_equal(got.cell, expected.cell)
+    hit = expected.hit
+    np.testing.assert_allclose(got.distance[hit], expected.distance[hit], rtol=1e-12, atol=0)
+    assert np.isinf(got.distance[~hit]).all()
+    np.testing.assert_allclose(got.normal[hit], expected.normal[hit], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.point[hit], expected.point[hit], rtol=1e-12, atol=1e-12)
+    assert np.isnan(got.normal[~hit]).all() and np.isnan(got.point[~hit]).all()
+    return expected
+
+
+def rays(rng, heights, spacing, origin, count, integer=False):
+    """Tilted rays from above, near-horizontal grazing rays, rays from below and from the
+    sides, vertical rays and rays parallel to one grid axis (a tenth each)."""
+    ny, nx = heights.shape
+    width, depth = spacing[0] * (nx - 1), spacing[1] * (ny - 1)
+    lo, hi = heights.min(), heights.max()
+    origins = np.column_stack(
+        [
+            origin[0] + rng.uniform(-0.2, 1.2, count) * width,
+            origin[1] + rng.uniform(-0.2, 1.2, count) * depth,
+            rng.uniform(lo - 2, hi + 3, count),
+        ]
+    )
+    directions = rng.normal(size=(count, 3))
+    kind = rng.integers(0, 10, count)
+    directions[kind == 0, :2] = 0.0  # vertical
+    directions[kind == 1, 0] = 0.0  # parallel to the y axis
+    directions[kind == 2, 1] = 0.0  # parallel to the x axis
+    directions[kind == 3, 2] *= 0.01  # grazing
+    directions[kind == 4, 2] = -np.abs(directions[kind == 4, 2]) - 0.5  # down
+    if integer:  # on grid lines and vertices, where ties are the rule
+        grid = (origins[:, :2] - origin) / spacing
+        origins[:, :2] = origin + np.round(grid) * spacing
+        origins[:, 2] = np.round(origins[:, 2])
+    directions[np.all(directions == 0, axis=1)] = [0, 0, -1]
+    return origins, directions
+
+
+@pytest.mark.parametrize("solid", [True, False])
+@pytest.mark.parametrize(
+    "surface,diagonal", [("TRIANGLES", False), ("TRIANGLES", True), ("BILINEAR", False)]
+)
+def test_random_terrains(surface, diagonal, solid):
+    rng = np.random.default_rng([surface == "BILINEAR", diagonal, solid])
+    for shape, integer in [((2, 2), False), ((5, 7), True), ((11, 9), False), ((6, 6), True)]:
+        heights = rng.normal(0, 2, shape)
+        if integer:
+            heights = heights.round()
+        diagonals = rng.random((shape[0] - 1, shape[1] - 1)) < 0.5 if diagonal else None
+        spacing = tuple(rng.uniform(0.3, 3, 2))
+        origin = tuple(rng.uniform(-5, 5, 2))
+        field = Heightfield(heights, spacing, origin, surface, diagonals, solid=solid)
+        origins, directions = rays(rng, heights, spacing, origin, 600, integer)
+        assert_same(field, origins, directions)
+        assert_same(field, origins, directions, rng.uniform(0, 6, len(origins)))
+
+
+@pytest.mark.parametrize("solid", [True, False])
+@pytest.mark.parametrize("surface", ["TRIANGLES", "BILINEAR"])
+def test_large_grid_many_levels_parallel_and_serial(surface, solid):
+    """A 300 x 200 grid (blocks, a partial last block, four pyramid levels) with spikes
+    and a plateau, large enough for the rays to be traced in block order; 20,000 rays run
+    on several threads, 500 on one."""
+    rng = np.random.default_rng(7)
+    y, x = np.mgrid[0:200, 0:300]
+    heights = 20 * np.sin(x / 23.0) * np.cos(y / 31.0) + rng.normal(0, 0.5, (200, 300))
+    heights[rng.integers(0, 200, 40), rng.integers(0, 300, 40)] += 60.0
+    heights[50:90, 100:170] = 25.0
+    diagonals = rng.random((199, 299)) < 0.5 if surface == "TRIANGLES" else None
+    field = Heightfield(heights, (0.5, 0.75), (-10.0, 3.0), surface, diagonals, solid=solid)
+    assert len(field.hierarchy[1]) >= 3
+    origins, directions = rays(rng, heights, (0.5, 0.75), (-10.0, 3.0), 20_000)
+    assert len(origins) >= PARALLEL_MIN
+    expected = assert_same(field, origins, directions)
+    assert 0.2 < expected.hit.mean() < 0.95
+    assert_same(field, origins[:500], directions[:500], rng.uniform(0, 30, 500))
+    assert_same(field, origins[0], directions[0])  # one ray as (3,)
+    matrix = np.diag([2.0, 0.5, 1.5, 1.0])
+    matrix[:3, 3] = (1.0, -2.0, 0.5)
+    assert_same(Placed(field, matrix), origins[:3000], directions[:3000], 40.0)
+
+
+@pytest.mark.parametrize("solid", [True, False])
+def test_vertices_grid_lines_and_a_huge_spike(solid):
+    """Vertical rays at every vertex and cell centre, rays along every grid line, and a
+    1e12 spike whose tolerance stays in its own cells."""
+    heights = np.zeros((9, 12))
+    heights[2:5, 3:7] = 1.5
+    heights[6, 9] = 1e12
+    field = Heightfield(heights, (1.0, 0.5), (2.0, -1.0), solid=solid)
+    X, Y = np.meshgrid(2.0 + 0.5 * np.arange(23), -1.0 + 0.25 * np.arange(17))
+    origins = np.column_stack([X.ravel(), Y.ravel(), np.full(X.size, 3.0)])
+    assert_same(field, origins, [0.0, 0.0, -1.0])
+    assert_same(field, origins * [1, 1, -1], [0.0, 0.0, 1.0])  # from below
+    along_x = np.column_stack([np.full(17, 0.0), Y[:, 0], np.full(17, 1.5)])
+    along_y = np.column_stack([X[0], np.full(23, -3.0), np.full(23, 1.5)])
+    for origins, direction in [(along_x, [1.0, 0.0, 0.0]), (along_y, [0.0, 1.0, -0.01])]:
+        assert_same(field, origins, direction)
+
+
+@pytest.mark.parametrize("solid", [True, False])
+def test_placed_terrain(solid):
+    rng = np.random.default_rng(3)
+    heights = rng.normal(0, 1, (30, 40))
+    field = Heightfield(heights, (0.5, 0.5), (-10.0, -7.0), "BILINEAR", solid=solid)
+    matrix = np.array(
+        [[0.5, 0.2, 0.0, 1.0], [-0.3, 1.5, 0.1, 2.0], [0.1, 0.0, 2.0, 3.0], [0, 0, 0, 1.0]]
+    )
+    origins, directions = rays(rng, heights, (0.5, 0.5), (-10.0, -7.0), 3000)
+    assert_same(Placed(field, matrix), origins, directions)
+    assert_same(Placed(Placed(field, matrix), matrix), origins, directions, 5.0)
+
+
+def test_bad_rays_are_named_and_march_stays_numpy():
+    field = Heightfield(np.zeros((3, 3)))
+    origins = np.zeros((5, 3))
+    origins[3, 1] = np.nan
+    with use("numba"), pytest.raises(ValueError, match="origins row 3 is not finite"):
+        raycast(field, origins, np.tile([0.0, 0.0, -1.0], (5, 1)))
+    directions = np.tile([0.0, 0.0, -1.0], (5, 1))
+    directions[2] = 0.0
+    with use("numba"), pytest.raises(ValueError, match="directions row 2 has zero length"):
+        raycast(field, np.ones((5, 3)), directions)
+    march = Heightfield(np.zeros((3, 3)), method="MARCH")
+    assert march.kernel_module is None and field.kernel_module == "heightfield"
