@@ -12,25 +12,34 @@ from __future__ import annotations
 import numpy as np
 
 from .. import core
-from .mapping import mesh_positions, world_matrix
+from .mapping import mesh_positions
 
 QUERY_ORDER = {"SPHERE": 0, "CYLINDER": 1, "TERRAIN": 2}
 
 
-def world_vertices(evaluated_object) -> np.ndarray:
-    """(N, 3) float64 world positions of the evaluated object's vertices."""
-    matrix = world_matrix(evaluated_object)
-    positions = mesh_positions(evaluated_object.data).astype(np.float64)
-    return positions @ matrix[:3, :3].T + matrix[:3, 3]
+def terrain_vertices(evaluated_object, terrain) -> np.ndarray:
+    """(N, 3) float64 world positions of a recognised terrain's vertices (``terrain``: its
+    mapping.Recognized) as core sees them, in the mesh's vertex order.
+
+    mapping.py fits one regular lattice to the float32 vertices, which sit up to a few
+    float32 ulps off it; core's terrain has its vertices on the lattice points. A vertex
+    taken as it is would lie that far (~1e-8) beside the surface core walks, on a slope
+    below it, hidden by its own terrain. So each vertex moves onto its lattice point
+    (x0 + i dx, y0 + j dy), keeping its height, and is placed by the terrain's matrix."""
+    field, matrix = terrain.shape.shape, terrain.shape.matrix
+    local = mesh_positions(evaluated_object.data).astype(np.float64)
+    for axis in (0, 1):
+        steps = np.rint((local[:, axis] - field.origin[axis]) / field.spacing[axis])
+        local[:, axis] = field.origin[axis] + steps * field.spacing[axis]
+    return local @ matrix[:3, :3].T + matrix[:3, 3]
 
 
 def visible_from(observer: np.ndarray, points: np.ndarray, occluders) -> np.ndarray:
     """(N,) bool: True where no occluder meets the segment from ``observer`` (3,) to the
-    point (``points`` (N, 3)) before the point. A point at the observer itself sees itself
-    (a segment of length 0 crosses nothing)."""
+    point (``points`` (N, 3)) before the point (a point at the observer itself is hidden
+    only when the observer is inside a solid)."""
     visible = np.ones(len(points), dtype=bool)
-    # A zero-length segment has no direction to walk along: nothing can hide it.
-    asked = np.flatnonzero((points != observer).any(axis=1))
+    asked = np.arange(len(points))
     for occluder in sorted(occluders, key=lambda target: QUERY_ORDER.get(target.kind, 3)):
         if not len(asked):
             break

@@ -141,8 +141,10 @@ class GEOMETRY_QUERIES_OT_visibility(bpy.types.Operator):
             if shared:
                 raise ValueError(shared)
             answers = []
-            for terrain in terrains:
-                points = sightlines.world_vertices(terrain.evaluated_get(depsgraph))
+            for terrain, shape in zip(objects, occluders):
+                if shape.kind != "TERRAIN":
+                    continue
+                points = sightlines.terrain_vertices(terrain.evaluated_get(depsgraph), shape)
                 points[:, 2] += raise_by
                 answers.append(sightlines.visible_from(observer, points, occluders))
         except ValueError as error:

@@ -14,7 +14,6 @@ if "bpy" not in sys.modules:
     os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="gq-blender-user-")
 
 import bpy  # noqa: E402  (must come after BLENDER_USER_RESOURCES is set)
-import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from demo.addon_from_checkout import import_addon  # noqa: E402
@@ -36,20 +35,3 @@ def addon():
 def empty_scene(addon):
     bpy.ops.wm.read_factory_settings(use_empty=True)
     yield bpy.context.scene
-
-
-@pytest.fixture
-def occluded_stand_in(addon, monkeypatch):
-    """TEMPORARY until core.occluded lands (branch all-hits): a ray cast to just short of
-    the end. Removed at the merge."""
-    from geometry_queries import core
-
-    if hasattr(core, "occluded"):
-        return
-
-    def occluded(shape, starts, ends):
-        length = np.linalg.norm(ends - starts, axis=1)
-        hits = core.raycast(shape, starts, ends - starts, length * (1 - 1e-6))
-        return hits.hit
-
-    monkeypatch.setattr(core, "occluded", occluded, raising=False)

@@ -52,11 +52,6 @@ def color_attribute(obj):
     return values.reshape(-1, 4)
 
 
-@pytest.fixture(autouse=True)
-def uses_occluded(occluded_stand_in):
-    pass
-
-
 # ---------------------------------------------------------------------------- the reference
 
 
