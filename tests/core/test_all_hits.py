@@ -162,11 +162,12 @@ def test_placed_ellipsoid_mirrored_matches_mpmath_in_local_space():
 # -- terrains against every triangle ----------------------------------------------------------
 
 
-def terrain_all(args, solid, origin, direction, max_distance=np.inf):
+def terrain_all(args, solid, origin, direction, max_distance=np.inf, grow=0.0):
     """Every crossing [(t, normal or None on an edge)] by brute force: each triangle hit
     (two-sided), hits within 1e-9 of each other merged (an edge); the solid adds an origin
     inside (0, normal None: -d) and the side walls where the ray passes them under the
-    edge profile (entry against the ray, exit along it)."""
+    edge profile (entry against the ray, exit along it). ``grow`` widens each triangle
+    (Moller-Trumbore's barycentric limits): a closed surface, touched on its edges."""
     heights, spacing, origin_xy, diagonals = args
     heights = np.asarray(heights, float)
     unit = np.asarray(direction, float) / np.linalg.norm(direction)
@@ -174,7 +175,7 @@ def terrain_all(args, solid, origin, direction, max_distance=np.inf):
     vertices = grid_vertices(heights, spacing, origin_xy)
     triangles, _ = grid_triangles(heights.shape, diagonals)
     v0, v1, v2 = (vertices[triangles[:, k]] for k in range(3))
-    t = moller_trumbore(origin, unit, v0, v1, v2, 0.0)
+    t = moller_trumbore(origin, unit, v0, v1, v2, grow)
     found = np.flatnonzero((t < np.inf) & (t <= max_distance))
     normals = np.cross(v1[found] - v0[found], v2[found] - v0[found])
     normals /= np.linalg.norm(normals, axis=1, keepdims=True)
