@@ -32,7 +32,8 @@ from .rays import (
     finite,
     load,
     normal_to_world,
-    scaled_unit,
+    segment_blocked,
+    segment_ray,
     store_ray_hit,
     to_local,
     transform,
@@ -318,12 +319,9 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
             if not (finite(ox, oy, oz) and finite(ex, ey, ez)):
                 bad += 1
                 continue
-            ux, uy, uz, segment_length = scaled_unit(ex - ox, ey - oy, ez - oz)
-            if segment_length == 0.0:
-                ux, uy, uz = 0.0, 0.0, 1.0
-            trim = max_distance[0] * segment_length
-            ox, oy, oz = ox + trim * ux, oy + trim * uy, oz + trim * uz
-            limit = segment_length - 2.0 * trim
+            ox, oy, oz, ux, uy, uz, limit, segment_length = segment_ray(
+                ox, oy, oz, ex, ey, ez, max_distance[0], 3
+            )
         else:
             ux, uy, uz = unit(ex, ey, ez)
             if not (finite(ox, oy, oz) and finite(ex, ey, ez)) or (ux == 0 and uy == 0 and uz == 0):
@@ -494,11 +492,7 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
                 grad_u = -grad_u
                 grad_v = -grad_v
         if any_hit:  # blocked: a hit within the trimmed segment (a point: inside a solid)
-            t = t / stretch
-            blocked = t <= limit and t < INF
-            if segment_length == 0.0:
-                blocked = blocked and solid and t == 0.0
-            hit[row] = blocked
+            hit[row] = segment_blocked(t / stretch, limit, segment_length, solid)
             continue
         # -- Heightfield._normal; a solid's side walls, a surface's side facing the ray --
         normal_u = -grad_u / dx

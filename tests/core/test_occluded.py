@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import reference
 from test_all_hits import random_terrain, terrain_all
+from test_backends import SHAPES as BACKEND_SHAPES
+from test_backends import random_rays as backend_rays
 
 from core import Cylinder, Heightfield, Placed, Sphere, occluded
 from core.backend import PARALLEL_MIN, use
@@ -235,3 +237,18 @@ def test_compiled_terrain_kernel_equals_the_numpy_reference(solid):
             assert np.array_equal(compiled, expected)
             assert np.array_equal(occluded(shape, starts[:100], ends[:100]), expected[:100])
         assert 0.1 < expected.mean() < 0.95
+
+
+@pytest.mark.parametrize("name", list(BACKEND_SHAPES))
+def test_compiled_analytic_kernels_equal_the_numpy_reference(name):
+    shape = BACKEND_SHAPES[name]
+    count = 2 * PARALLEL_MIN + 7  # the threaded path
+    starts, moves = backend_rays(count, shape.dimension, seed=len(name))
+    ends = starts + moves * 0.05
+    ends[::23] = starts[::23]  # zero-length segments
+    with use("numpy"):
+        expected = occluded(shape, starts, ends)
+    with use("numba"):
+        assert np.array_equal(occluded(shape, starts, ends), expected)
+        assert np.array_equal(occluded(shape, starts[:99], ends[:99]), expected[:99])
+    assert expected.any() and not expected.all()
