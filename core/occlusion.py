@@ -31,7 +31,6 @@ from .rays import (
     check_same_length,
     chunks,
     component_kernel,
-    unit_rows,
 )
 from .vectors import components
 
@@ -81,17 +80,36 @@ def occluded(shape: Shape, starts: ArrayLike, ends: ArrayLike) -> np.ndarray:
     return blocked[0] if single and single_end else blocked
 
 
-def _occluded_part(query, solid, starts, ends):
-    unit, length = unit_rows(ends - starts)
+def segment_rays(starts, ends):
+    """Unit directions and lengths of the segments, the length scaled by the largest
+    component first (no under- or overflow), written out per component so that the
+    compiled kernels repeat it bit for bit; a zero-length segment gets direction +z (+y
+    in 2D)."""
+    vector = ends - starts
+    scale = np.abs(vector).max(axis=1)
+    scaled = vector / np.where(scale > 0, scale, 1.0)[:, None]
+    columns = list(scaled.T)
+    squared = columns[0] * columns[0]
+    for column in columns[1:]:
+        squared = squared + column * column
+    scaled_length = np.sqrt(squared)
+    unit = scaled / np.where(scaled_length > 0, scaled_length, 1.0)[:, None]
+    length = scaled_length * scale
     zero = length == 0.0
-    if zero.any():  # any direction: only a point inside (or on) a solid blocks
+    if zero.any():
         unit[zero] = 0.0
         unit[zero, -1] = 1.0
+    return unit, length
+
+
+def _occluded_part(query, solid, starts, ends):
+    unit, length = segment_rays(starts, ends)
     trim = ON_SEGMENT_END * length
     origin = components(starts + trim[:, None] * unit)
     limit = length - 2.0 * trim
     distance = query(origin, components(unit), limit)[0]
     hit = (distance <= limit) & (distance < np.inf)
-    if zero.any():
+    zero = length == 0.0
+    if zero.any():  # only a point inside (or on) a solid blocks
         hit &= ~zero | (solid & (distance == 0.0))
     return hit

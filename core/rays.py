@@ -76,6 +76,17 @@ class RayHits:
 
 
 @dataclass
+class AllHits:
+    """Result of :func:`core.raycast_all`: every surface crossing of every ray, as flat
+    arrays of K records sorted by (ray, distance)."""
+
+    ray: np.ndarray  # (K,) int64, the row of the ray each record belongs to
+    distance: np.ndarray  # (K,) float64, along the unit direction
+    point: np.ndarray  # (K, D) float64
+    normal: np.ndarray  # (K, D) float64 unit: out of a solid; facing the ray on a surface
+
+
+@dataclass
 class CastHits:
     """Result of :func:`sphere_cast`; arrays of length N (scalars for a single cast)."""
 

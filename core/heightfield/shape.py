@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
 from ..shapes import as_choice, as_pair
+from .crossings import crossings
 from .grid import Terrain, as_diagonals, as_heights, tolerances
 from .march import march
 from .surfaces import surface_at, test_bilinear, test_triangles
@@ -59,6 +60,7 @@ class Heightfield:
     """
 
     dimension = 3
+    all_hits_chunk = 4096  # rays per raycast_all call (crossings.py groups them further)
     # Rays per kernel call: the walk loops over steps (with all active rays vectorized), so
     # larger chunks amortize the per-call numpy overhead and the last few steps of few rays
     # (at 100k rays: 1.4x faster than 8192, ~5 % faster than 65536).
@@ -201,6 +203,24 @@ class Heightfield:
             ]
         cell = np.stack([result.i, result.j], axis=1)
         return result.distance, normal, cell
+
+    def _check_all_hits(self):
+        if self.surface == "BILINEAR":
+            raise ValueError(
+                "raycast_all supports surface TRIANGLES only: a BILINEAR patch is curved "
+                "inside each cell, so its crossings are not found from the breakpoints of "
+                "the ray over the grid (use raycast for its first hit)"
+            )
+        if self.method != "EXACT":
+            raise ValueError("raycast_all needs method EXACT (MARCH may miss crossings)")
+
+    def _all_hits_components(self, origin, direction, max_distance):
+        """raycast_all's records: every crossing of the surface (crossings.py)."""
+        (x0, y0), (dx, dy) = self.origin, self.spacing
+        rays = Rays(origin, direction, x0, y0, dx, dy)
+        limit = np.broadcast_to(max_distance, rays.U0.shape)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            return crossings(self, rays, direction, limit)
 
     def _clip(self, rays, max_distance):
         """The ray's interval [t0, t1] in the footprint box under the top (the largest

@@ -14,6 +14,8 @@ from .rays import (
     load,
     normal_to_world,
     scaled_unit,
+    segment_blocked,
+    segment_ray,
     store_cast_hit,
     store_ray_hit,
     to_local,
@@ -113,6 +115,28 @@ def raycast(arguments, placement, origins, directions, max_distance, out, start,
             max_distance[i * step],
             True,
         )
+    return bad
+
+
+@njit(cache=True, nogil=True)
+def occluded(arguments, placement, starts, ends, trim, out, start, stop):
+    """Segments start ... stop - 1 (core/occlusion.py): out[0][i] True where the ball meets
+    the segment trimmed by ``trim[0]`` of its length at both ends."""
+    center, radius, dimension = arguments
+    (blocked,) = out
+    bad = 0
+    for i in range(start, stop):
+        sx, sy, sz = load(starts, i)
+        ex, ey, ez = load(ends, i)
+        if not (finite(sx, sy, sz) and finite(ex, ey, ez)):
+            bad += 1
+            continue
+        ox, oy, oz, ux, uy, uz, limit, length = segment_ray(
+            sx, sy, sz, ex, ey, ez, trim[0], dimension
+        )
+        lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
+        t = ray_sphere(center, radius, lx, ly, lz, lux, luy, luz)[0]
+        blocked[i] = segment_blocked(t / stretch, limit, length, True)
     return bad
 
 
