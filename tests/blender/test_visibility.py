@@ -210,6 +210,24 @@ def test_visible_matches_blender_line_of_sight(
     assert (terrain_alone & ~visible).sum() > 5
 
 
+@pytest.mark.parametrize("transform", TRANSFORMS.values(), ids=TRANSFORMS.keys())
+def test_from_below_the_terrain_the_models_differ(empty_scene, transform):
+    """An observer under the terrain: inside the SOLID ground, it sees nothing; under the
+    SURFACE, it sees the underside where Blender's line of sight reaches it."""
+    terrain, _ = hills_with_a_ball_and_a_tower(**transform)
+    select_only(terrain)
+    observer = (0.2, -0.3, -1.5)
+    bpy.ops.geometry_queries.visibility(origin=observer, observer_height=0.0)
+    visible = visible_attribute(terrain)
+    targets = terrain_targets(terrain, 0.0)
+    eye = np.array(observer, dtype=np.float32).astype(np.float64)
+    expected, decided = reference_visibility(eye, targets, [terrain], [], "SURFACE", True)
+    assert decided.mean() > 0.9 and 0.2 < visible.mean() < 1.0
+    assert (visible == expected)[decided].all()
+    bpy.ops.geometry_queries.visibility(origin=observer, observer_height=0.0, terrain_model="SOLID")
+    assert not visible_attribute(terrain).any()
+
+
 def test_attributes_colours_and_report(empty_scene):
     terrain, _ = hills_with_a_ball_and_a_tower()
     bpy.ops.geometry_queries.visibility(origin=(1.7, -1.6, 0.4), observer_height=0.9)
