@@ -148,7 +148,9 @@ def _group(field, rays, direction, rows, lines, footprint, stretch):
     k_touch = np.flatnonzero(touch)
     # the piece before the touch (or after it, at the ray's first breakpoint)
     piece_end = np.where(same_previous[k_touch], k_touch - 1, k_touch)
-    piece_far = np.where(same_previous[k_touch], k_touch, np.minimum(k_touch + 1, len(t) - 1))
+    piece_far = np.where(
+        same_previous[k_touch], k_touch, np.where(same_next[k_touch], k_touch + 1, k_touch)
+    )
     touch_ray = ray[k_touch]
     touch_normal = _surface_normal(field, rays, touch_ray, 0.5 * (t[piece_end] + t[piece_far]))
     parts = [(cross_ray, cross_t, cross_normal), (touch_ray, t[k_touch], touch_normal)]

@@ -31,6 +31,7 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
+from ..backend import backend, kernels
 from ..shapes import as_choice, as_pair
 from .crossings import crossings
 from .grid import Terrain, as_diagonals, as_heights, tolerances
@@ -219,8 +220,44 @@ class Heightfield:
         (x0, y0), (dx, dy) = self.origin, self.spacing
         rays = Rays(origin, direction, x0, y0, dx, dy)
         limit = np.broadcast_to(max_distance, rays.U0.shape)
+        if backend() == "numba":
+            return self._compiled_crossings(rays, direction, limit)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             return crossings(self, rays, direction, limit)
+
+    def _compiled_crossings(self, rays, direction, limit):
+        """crossings() on the numba backend (kernels/heightfield_crossings.py, the same
+        records bit for bit): a pass counting each ray's records, then one writing them."""
+        ny, nx = self.heights.shape
+        anti = self._anti
+        terrain = (
+            self._above.flat,
+            self._above.tol,
+            np.zeros(1) if anti is None else anti,
+            anti is not None,
+            nx,
+            ny,
+            float(self.spacing[0]),
+            float(self.spacing[1]),
+            self.zmin,
+            self.zmax,
+            2.0 * float(self._above.tol.max()),
+            float(self._edge_slack[0]),
+            float(self._edge_slack[1]),
+            self.solid,
+        )
+        arrays = tuple(
+            np.ascontiguousarray(np.broadcast_to(a, rays.U0.shape), dtype=np.float64)
+            for a in (rays.U0, rays.V0, rays.oz, rays.du, rays.dv, rays.dz, *direction, limit)
+        )
+        ray_arrays, limit = arrays[:9], arrays[9]
+        records = kernels("heightfield_crossings").records
+        empty = (np.empty(0, dtype=np.int64), *(np.empty(0) for _ in range(4)))
+        counts = records(terrain, ray_arrays, limit, empty, False)
+        total = int(counts.sum())
+        out = (np.empty(total, dtype=np.int64), *(np.empty(total) for _ in range(4)))
+        records(terrain, ray_arrays, limit, out, True)
+        return out[0], out[1], list(out[2:])
 
     def _clip(self, rays, max_distance):
         """The ray's interval [t0, t1] in the footprint box under the top (the largest
