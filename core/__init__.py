@@ -7,11 +7,13 @@ backend() names the implementation answering: "numba" (compiled kernels, when nu
 or "numpy" (the reference); GEOMETRY_QUERIES_BACKEND=numpy|numba forces one.
 """
 
+from .all_hits import raycast_all
 from .backend import backend
 from .cylinder import Cylinder
 from .heightfield import Heightfield
+from .occlusion import occluded
 from .placed import Placed
-from .rays import CastHits, RayHits, raycast, sphere_cast
+from .rays import AllHits, CastHits, RayHits, raycast, sphere_cast
 from .sphere import Sphere
 
 __all__ = [
@@ -22,6 +24,9 @@ __all__ = [
     "Placed",
     "raycast",
     "sphere_cast",
+    "occluded",
+    "raycast_all",
+    "AllHits",
     "RayHits",
     "CastHits",
 ]

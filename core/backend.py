@@ -16,8 +16,11 @@ How a shape plugs in (core/kernels/sphere.py is a complete example):
 * The module defines a function per query it supports, a loop over the rays
   ``range(start, stop)`` that returns how many of them were bad (non-finite input or a zero
   direction; core/rays.py then lets the numpy validation name the first one):
-  ``raycast(arguments, placement, origins, directions, max_distance, out, start, stop)``
-  and ``sphere_cast(arguments, placement, starts, ends, radius, out, start, stop)``.
+  ``raycast(arguments, placement, origins, directions, max_distance, out, start, stop)``,
+  ``sphere_cast(arguments, placement, starts, ends, radius, out, start, stop)`` and
+  ``occluded(arguments, placement, starts, ends, trim, out, start, stop)`` (``trim`` holds
+  core/occlusion.py's ON_SEGMENT_END, ``out`` the (N,) bool array; kernels/rays.py's
+  segment_ray and segment_blocked repeat the numpy reference's segment arithmetic).
   Rays are (N, 3) float64 (2D rows come with z = 0); ``max_distance`` / ``radius`` hold one
   value for all or one per ray; ``placement`` is None, or (kernels.rays.placement) a Placed
   wrapper's matrices, so the kernel moves each ray to local space and its hit back; ``out``
@@ -174,8 +177,8 @@ def threads() -> int:
 
 
 def kernel(shape, query: str):
-    """A function running the compiled ``query`` ("raycast" or "sphere_cast") of ``shape``
-    on a whole batch, ``run(arguments, placement, rays, rays, values, out) -> bad rows``;
+    """A function running the compiled ``query`` ("raycast", "sphere_cast", "occluded") of
+    ``shape`` on a whole batch, ``run(arguments, placement, rays, rays, values, out) -> bad rows``;
     None when the numpy backend is active or the shape has no such kernel."""
     name = getattr(shape, "kernel_module", None)
     if name is None or backend() != "numba":
@@ -184,7 +187,7 @@ def kernel(shape, query: str):
     if loop is None:
         return None
 
-    def run(*arguments):
+    def run(*arguments: Any) -> int:
         n = len(arguments[2])
         count = threads()
         if n < PARALLEL_MIN or count == 1:

@@ -32,7 +32,7 @@ import numpy as np
 
 from .cylinder_cast import sphere_cast_cylinder
 from .shapes import as_point, as_positive
-from .sphere import first_entry, line_ball_interval
+from .sphere import first_entry, interval_records_with_normals, line_ball_interval
 from .vectors import at_least, from_frame, linear_combination, plane_basis, signed_infinity
 
 if TYPE_CHECKING:
@@ -76,6 +76,15 @@ class Cylinder:
         )
 
     def _intersect_components(self, origin, direction, max_distance):
+        return self._crossings(origin, direction, with_exits=False)
+
+    def _all_hits_components(self, origin, direction, max_distance):
+        """Records for raycast_all: the capped solid's entry (raycast's hit) and exit, or
+        each crossing of the open tube's wall."""
+        return self._crossings(origin, direction, with_exits=True)
+
+    def _crossings(self, origin, direction, with_exits):
+        """raycast's (distance, normal), or with ``with_exits`` raycast_all's records."""
         relative = [o - p for o, p in zip(origin, self.p0)]
         x0, y0, z0 = (linear_combination(axis, relative) for axis in self.frame)
         dx, dy, dz = (linear_combination(axis, direction) for axis in self.frame)
@@ -96,7 +105,9 @@ class Cylinder:
         side_enter = side_enter * inverse_a
         side_leave = side_leave * inverse_a
         if not self.capped:
-            return self._tube(x0, y0, z0, dx, dy, dz, side_enter, side_leave, along_axis)
+            return self._tube(
+                x0, y0, z0, dx, dy, dz, side_enter, side_leave, along_axis, with_exits
+            )
         if any_along_axis:
             side_enter = np.minimum(side_enter, signed_infinity(along_axis))
             side_leave = np.maximum(side_leave, -signed_infinity(along_axis))
@@ -122,36 +133,59 @@ class Cylinder:
         inside = (x0 * x0 + y0 * y0 <= self.radius * self.radius) & between_caps
         distance = first_entry(enter, leave, inside, valid & (enter <= leave))
 
-        # Normal: the cap's -sign(dz) w when the slab set the entry, else radial.
-        through_cap = slab_enter >= side_enter
-        hit_x = x0 + distance * dx
-        hit_y = y0 + distance * dy
-        radial_scale = ~through_cap / at_least(np.sqrt(hit_x * hit_x + hit_y * hit_y), 1e-300)
-        cap_normal = through_cap * ((dz < 0.0) * 2.0 - 1.0)
-        return distance, from_frame(
-            [hit_x * radial_scale, hit_y * radial_scale, cap_normal], self.frame
-        )
+        def normal_at(t, through_cap, cap_sign):
+            """The cap's cap_sign * w where the slab set the crossing, else radial."""
+            hit_x = x0 + t * dx
+            hit_y = y0 + t * dy
+            radial_scale = ~through_cap / at_least(np.sqrt(hit_x * hit_x + hit_y * hit_y), 1e-300)
+            return from_frame(
+                [hit_x * radial_scale, hit_y * radial_scale, through_cap * cap_sign], self.frame
+            )
 
-    def _tube(self, x0, y0, z0, dx, dy, dz, side_enter, side_leave, along_axis):
-        """First wall crossing of the open tube (frame coordinates; see the module
-        docstring): side_enter or side_leave, at or after 0 and between the cap planes."""
+        # Entry normal: the cap's -sign(dz) w when the slab set the entry, else radial.
+        down = (dz < 0.0) * 2.0 - 1.0
+        entry_normal = normal_at(distance, slab_enter >= side_enter, down)
+        if not with_exits:
+            return distance, entry_normal
+        # The exit, where the interval has length: the cap's +sign(dz) w when the slab set
+        # it, else radial (both outward, along the ray).
+        exit_ = np.where(leave > distance, leave, np.inf)
+        exit_normal = normal_at(exit_, slab_leave <= side_leave, -down)
+        return interval_records_with_normals(distance, entry_normal, exit_, exit_normal)
+
+    def _tube(self, x0, y0, z0, dx, dy, dz, side_enter, side_leave, along_axis, with_exits):
+        """Wall crossings of the open tube (frame coordinates; see the module docstring):
+        side_enter and side_leave where at or after 0 and between the cap planes; the
+        first of them (raycast's hit), or with ``with_exits`` both (raycast_all)."""
         r = self.radius
         on_wall = (np.abs(np.sqrt(x0 * x0 + y0 * y0) - r) <= ON_WALL * r) & (z0 >= 0.0)
         on_wall &= z0 <= self.height
-        distance = np.full(x0.shape, np.inf)
-        for root in (side_leave, side_enter):  # the later write wins: the first root
+        crossings = []
+        for root in (side_enter, side_leave):
             z = z0 + root * dz
             wall = (root >= 0.0) & (z >= 0.0) & (z <= self.height) & ~along_axis
-            distance = np.where(wall, root, distance)
+            crossings.append(np.where(wall, root, np.inf))
+        first, second = crossings
+        distance = np.where(first < np.inf, first, second)
         distance = np.where(on_wall, 0.0, distance)
-        hit_x = x0 + distance * dx
-        hit_y = y0 + distance * dy
-        # Radial normal, turned to face the ray: -sign(q.d) q / |q|.
-        facing = np.where(hit_x * dx + hit_y * dy > 0.0, -1.0, 1.0)
-        scale = facing / at_least(np.sqrt(hit_x * hit_x + hit_y * hit_y), 1e-300)
-        return distance, from_frame(
-            [hit_x * scale, hit_y * scale, np.zeros_like(hit_x)], self.frame
-        )
+
+        def normal_at(t):
+            """Radial normal, turned to face the ray: -sign(q.d) q / |q|."""
+            hit_x = x0 + t * dx
+            hit_y = y0 + t * dy
+            facing = np.where(hit_x * dx + hit_y * dy > 0.0, -1.0, 1.0)
+            scale = facing / at_least(np.sqrt(hit_x * hit_x + hit_y * hit_y), 1e-300)
+            return from_frame([hit_x * scale, hit_y * scale, np.zeros_like(hit_x)], self.frame)
+
+        if not with_exits:
+            return distance, normal_at(distance)
+        # The other crossing: the far root where the first record is the near one (or
+        # the origin on the wall, which stands for the root nearest to 0), none where the
+        # two roots coincide (a tangent touch).
+        near_is_origin = on_wall & (np.abs(side_leave) <= np.abs(side_enter))
+        other = np.where(near_is_origin, first, second)
+        other = np.where(other > distance, other, np.inf)
+        return interval_records_with_normals(distance, normal_at(distance), other, normal_at(other))
 
     def _sphere_cast_components(self, start, direction, radius):
         return sphere_cast_cylinder(self, start, direction, radius)

@@ -36,6 +36,7 @@ class Placed:
         self.dimension: int = shape.dimension
         self.solid = getattr(shape, "solid", True)  # a surface stays a surface when placed
         self.chunk_size = getattr(shape, "chunk_size", CHUNK)  # rays per call, as the shape likes
+        self.all_hits_chunk = getattr(shape, "all_hits_chunk", CHUNK)
         size = self.dimension + 1
         try:
             matrix = np.array(matrix, dtype=np.float64)
@@ -106,6 +107,27 @@ class Placed:
         # Normals back through L^-T: world component i is sum_j inverse[j, i] * n_j.
         normal, _ = unit_components([linear_combination(column, found[1]) for column in inverse.T])
         return (found[0] / stretch, normal) + tuple(found[2:])
+
+    def _check_all_hits(self):
+        inner_check = getattr(self.shape, "_check_all_hits", None)
+        if inner_check is not None:
+            inner_check()
+
+    def _all_hits_components(self, origin, direction, max_distance):
+        """raycast_all's records of the shape in local space, brought back to the world
+        as the ray query's hits are."""
+        inverse = self.inverse_linear
+        relative = [o - t for o, t in zip(origin, self.translation)]
+        local_origin = [linear_combination(row, relative) for row in inverse]
+        local_direction = [linear_combination(row, direction) for row in inverse]
+        stretch = np.sqrt(sum(x * x for x in local_direction))
+        local_unit = [x / stretch for x in local_direction]
+        records = self.shape._all_hits_components
+        ray, distance, normal = records(local_origin, local_unit, max_distance * stretch)
+        if len(ray):
+            world = [linear_combination(column, normal) for column in inverse.T]
+            normal, _ = unit_components(world)
+        return ray, distance / stretch[ray], normal
 
     def _check_sphere_cast(self):
         if not hasattr(self.shape, "_sphere_cast_components"):

@@ -79,6 +79,17 @@ class RayHits:
 
 
 @dataclass
+class AllHits:
+    """Result of :func:`core.raycast_all`: every surface crossing of every ray, as flat
+    arrays of K records sorted by (ray, distance)."""
+
+    ray: np.ndarray  # (K,) int64, the row of the ray each record belongs to
+    distance: np.ndarray  # (K,) float64, along the unit direction
+    point: np.ndarray  # (K, D) float64
+    normal: np.ndarray  # (K, D) float64 unit: out of a solid; facing the ray on a surface
+
+
+@dataclass
 class CastHits:
     """Result of :func:`sphere_cast`; arrays of length N (scalars for a single cast)."""
 
@@ -256,6 +267,13 @@ def _raise_first_bad_ray(origins, directions, dimension):
     raise RuntimeError("a compiled kernel reported a bad ray that the validation accepts")
 
 
+def _raise_first_bad_segment(starts, ends, dimension):
+    """A kernel counted segments with NaN/inf: name the first as the numpy path does."""
+    as_rows("starts", starts, dimension)
+    as_rows("ends", ends, dimension)
+    raise RuntimeError("a compiled kernel reported a bad segment that the validation accepts")
+
+
 def _squeeze(result, single: bool):
     if not single:
         return result
@@ -382,6 +400,7 @@ def sphere_cast(shape: Shape, starts: ArrayLike, ends: ArrayLike, radius: ArrayL
     if compiled is not None:
         hit, distance = np.empty(n, dtype=bool), np.empty(n)
         center, point, normal = (np.empty((n, 3)) for _ in range(3))
+        result = CastHits(np.empty(n, dtype=bool), np.empty(n), center, point, normal)
         bad = compiled(
             shape._kernel_arguments(),
             _placement(shape),

@@ -50,6 +50,18 @@ def first_entry(enter, leave, origin_inside, valid=True):
     return np.fmax(enter, np.zeros(enter.shape)) * ~origin_inside / reached
 
 
+def interval_records_with_normals(entry, entry_normal, exit_, exit_normal):
+    """raycast_all records of a solid whose ray interval is [entry, exit_] (or of a
+    surface's two crossings), inf or NaN where there is none: ray rows, distances and
+    normals, entries before exits."""
+    rows = np.arange(len(entry))
+    ray = np.concatenate((rows, rows))
+    distance = np.concatenate((entry, exit_))
+    found = distance < np.inf  # also drops NaN
+    normal = [np.concatenate((a, b))[found] for a, b in zip(entry_normal, exit_normal)]
+    return ray[found], distance[found], normal
+
+
 def ball_entry(offset, direction, radius):
     """First distance at which ``offset + t * direction`` is within ``radius``."""
     enter, leave = line_ball_interval(offset, direction, radius)
@@ -79,6 +91,24 @@ class Sphere:
         offset = [o - c for o, c in zip(origin, self.center)]
         distance = ball_entry(offset, direction, self.radius)
         return distance, [x * (1.0 / self.radius) for x in add_scaled(offset, distance, direction)]
+
+    def _all_hits_components(self, origin, direction, max_distance):
+        """Records for raycast_all: the entry (raycast's hit) and, where the chord has
+        length, the exit at the interval's far end, normal outward (along the ray)."""
+        offset = [o - c for o, c in zip(origin, self.center)]
+        enter, leave = line_ball_interval(offset, direction, self.radius)
+        inside = dot(offset, offset) <= self.radius * self.radius
+        first = first_entry(enter, leave, inside)
+        exit_ = np.where(leave > first, leave, np.inf)
+        return interval_records_with_normals(
+            first,
+            self._normal_at(offset, direction, first),
+            exit_,
+            self._normal_at(offset, direction, exit_),
+        )
+
+    def _normal_at(self, offset, direction, t):
+        return [x * (1.0 / self.radius) for x in add_scaled(offset, t, direction)]
 
     def _sphere_cast_components(self, start, direction, radius):
         offset = [s - c for s, c in zip(start, self.center)]

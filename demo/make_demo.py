@@ -1,4 +1,4 @@
-"""The headless demo behind `make demo`: a scene, two queries, a picture and a table.
+"""The headless demo behind `make demo`: two scenes, three queries, two pictures, a table.
 
     .venv/bin/python demo/make_demo.py [--docs]
 
@@ -14,8 +14,16 @@
    along its path, and a marker on the cursor. Adds a camera, a sun and a sky colour.
 4. Saves demo/out/demo.blend, renders demo/out/demo.png with Cycles on the CPU (640x400,
    few samples; a few seconds), and prints a table of the hits.
+5. Visibility: a new scene, a larger hilly terrain with a cylinder tower on it and the 3D
+   cursor on the ground in front of the tower; ``bpy.ops.geometry_queries.visibility``
+   (observer 1.7 m above the cursor) colours the terrain by what the observer sees (its
+   ``visibility`` colour attribute, rendered through an Attribute node): light where
+   visible, dark red where hidden, the tower's "shadow" behind it and the hills' own. The
+   observer is a small glowing ball on a thin pole. Saves demo/out/visibility.blend and
+   renders demo/out/visibility.png.
 
-With --docs the picture is also copied to docs/demo.png (the README's picture).
+With --docs the pictures are also copied to docs/demo.png and docs/visibility.png (the
+README's pictures).
 
 The add-on is registered straight from this checkout (linked into a temporary folder as the
 package ``geometry_queries``); installed as an extension, its operators are simply there.
@@ -40,6 +48,7 @@ from mathutils import Vector  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT_DIR = os.path.join(ROOT, "demo", "out")
 DOCS_PNG = os.path.join(ROOT, "docs", "demo.png")
+DOCS_VISIBILITY_PNG = os.path.join(ROOT, "docs", "visibility.png")
 
 CURSOR = Vector((-3.6, -4.2, 6.4))
 CURSOR_LOOKS_AT = Vector((0.4, 0.4, 0.8))
@@ -48,6 +57,10 @@ FAN_ANGLE = radians(52.0)
 CAST_START = Vector((-0.6, 1.35, 6.0))
 CAST_END = Vector((-0.6, 1.35, -0.5))
 CAST_RADIUS = 0.4
+
+OBSERVER_SPOT = (-3.2, -3.4)  # x, y of the 3D cursor on the ground in the visibility scene
+OBSERVER_HEIGHT = 1.7
+TOWER_SPOT = (-1.4, -1.5)
 
 
 # ----------------------------------------------------------------------------- materials
@@ -293,6 +306,122 @@ def render(path):
     bpy.ops.render.render(write_still=True)
 
 
+# ----------------------------------------------------------------------------- visibility
+
+
+def ground_height(terrain, x, y):
+    """The evaluated terrain's height at the vertex nearest (x, y) (world space)."""
+    evaluated = terrain.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    positions = np.empty(len(evaluated.data.vertices) * 3, dtype=np.float32)
+    evaluated.data.vertices.foreach_get("co", positions)
+    positions = positions.reshape(-1, 3) @ np.array(evaluated.matrix_world)[:3, :3].T
+    nearest = np.argmin(np.hypot(positions[:, 0] - x, positions[:, 1] - y))
+    return float(positions[nearest, 2] + evaluated.matrix_world.translation.z)
+
+
+def visibility_material():
+    """The terrain coloured by its ``visibility`` colour attribute (what the operator
+    writes), through an Attribute node into the Base Color."""
+    mat = material("Visibility", (1.0, 1.0, 1.0), roughness=0.95)
+    nodes, links = mat.node_tree.nodes, mat.node_tree.links
+    attribute = nodes.new("ShaderNodeAttribute")
+    attribute.attribute_name = "visibility"
+    links.new(attribute.outputs["Color"], nodes["Principled BSDF"].inputs["Base Color"])
+    return mat
+
+
+def build_visibility_scene():
+    """A hilly terrain, a tower on it, the 3D cursor on the ground before the tower."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=199, y_subdivisions=199, size=12.0)
+    terrain = bpy.context.object
+    terrain.name = "Terrain"
+    displace = terrain.modifiers.new("Displace", "DISPLACE")
+    displace.texture = bpy.data.textures.new("Hills", "CLOUDS")
+    displace.texture.noise_scale = 2.2
+    displace.strength = 1.6
+    terrain.data.shade_smooth()
+    give(terrain, visibility_material())
+
+    x, y = TOWER_SPOT
+    base = ground_height(terrain, x, y)
+    bpy.ops.mesh.primitive_cylinder_add(
+        vertices=48, radius=0.35, depth=3.2, location=(x, y, base + 1.2)
+    )
+    tower = bpy.context.object
+    tower.name = "Tower"
+    tower.data.set_sharp_from_angle(angle=radians(40.0))
+    give(tower, material("Tower", (0.18, 0.24, 0.36), roughness=0.5))
+
+    x, y = OBSERVER_SPOT
+    bpy.context.scene.cursor.location = (x, y, ground_height(terrain, x, y))
+    return terrain, tower
+
+
+def mark_observer():
+    """A glowing ball at the observer's eye on a thin pole down to the cursor."""
+    ground = Vector(bpy.context.scene.cursor.location)
+    eye = ground + Vector((0.0, 0.0, OBSERVER_HEIGHT))
+    glow = material("Observer", (1.0, 0.75, 0.05), emission=8.0)
+    ball("Observer", eye, 0.2, glow)
+    tubes("Observer Pole", [(ground, eye)], 0.035, material("Pole", (0.1, 0.1, 0.1)))
+
+
+def visibility_camera_and_light():
+    scene = bpy.context.scene
+    camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+    camera.location = (-9.5, -11.0, 9.0)
+    camera.rotation_mode = "QUATERNION"
+    camera.rotation_quaternion = (Vector((0.6, 0.4, -0.6)) - camera.location).to_track_quat(
+        "-Z", "Y"
+    )
+    camera.data.lens = 38.0
+    scene.collection.objects.link(camera)
+    scene.camera = camera
+
+    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
+    sun.data.energy = 1.6
+    sun.data.angle = radians(20.0)
+    sun.rotation_euler = (radians(35.0), radians(0.0), radians(-120.0))  # relief, soft
+    scene.collection.objects.link(sun)
+
+    world = bpy.data.worlds.new("Sky")
+    background = world.node_tree.nodes["Background"]
+    background.inputs["Color"].default_value = (0.62, 0.72, 0.88, 1.0)
+    background.inputs["Strength"].default_value = 0.55
+    scene.world = world
+
+
+def visibility_demo(copy_to_docs=False):
+    """Step 5: the visibility scene, the operator, its picture."""
+    terrain, tower = build_visibility_scene()
+    select(terrain, tower)
+    started = time.perf_counter()
+    bpy.ops.geometry_queries.visibility(observer_height=OBSERVER_HEIGHT)
+    print(
+        f"{bpy.context.scene.geometry_queries.last_result} "
+        f"(observer {OBSERVER_HEIGHT} m above the 3D cursor; "
+        f"{time.perf_counter() - started:.2f} s)"
+    )
+    mark_observer()
+    visibility_camera_and_light()
+    select()
+    blend_path = os.path.join(OUT_DIR, "visibility.blend")
+    if os.path.exists(blend_path):
+        os.remove(blend_path)
+    bpy.ops.wm.save_as_mainfile(filepath=blend_path, compress=True)
+    print("Saved", os.path.relpath(blend_path, ROOT))
+    png_path = os.path.join(OUT_DIR, "visibility.png")
+    render_started = time.perf_counter()
+    render(png_path)
+    print(
+        f"Rendered {os.path.relpath(png_path, ROOT)} ({time.perf_counter() - render_started:.1f} s)"
+    )
+    if copy_to_docs:
+        shutil.copyfile(png_path, DOCS_VISIBILITY_PNG)
+        print("Copied to", os.path.relpath(DOCS_VISIBILITY_PNG, ROOT))
+
+
 def main(copy_to_docs=False):
     started = time.perf_counter()
     register_addon()
@@ -322,6 +451,7 @@ def main(copy_to_docs=False):
         os.makedirs(os.path.dirname(DOCS_PNG), exist_ok=True)
         shutil.copyfile(png_path, DOCS_PNG)
         print("Copied to", os.path.relpath(DOCS_PNG, ROOT))
+    visibility_demo(copy_to_docs)
     print(f"Demo done in {time.perf_counter() - started:.1f} s")
 
 

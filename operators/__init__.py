@@ -7,25 +7,32 @@ nearest.py     nearest hit over several targets (numpy + core)
 results.py     hits -> empties or one point mesh; Clear Hits' removal
 properties.py  property definitions shared with the panel's settings
 query.py       the operators: fire_ray, sphere_cast, clear_hits
+sightlines.py  lines of sight from one observer past several occluders (numpy + core)
+visibility_attributes.py  a terrain's visibility -> its mesh's point attributes
+visibility.py  the operator: visibility (what can be seen from the cursor on terrains)
 """
 
 from collections.abc import Callable
 
 import bpy
 
-from .query import classes
+from . import query, visibility
 from .shape_cache import SHAPES
 
 # fake-bpy-module says register_classes_factory returns None; it returns the two functions.
 _register_classes: Callable[[], None]
 _unregister_classes: Callable[[], None]
-_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)  # type: ignore[func-returns-value, misc]
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(  # type: ignore[func-returns-value, misc]
+    query.classes + visibility.classes
+)
 
 
 def register():
     _register_classes()
+    visibility.register()
 
 
 def unregister():
+    visibility.unregister()
     _unregister_classes()
     SHAPES.clear()  # up to 96 MB of mesh copies: not kept by a disabled add-on

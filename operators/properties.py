@@ -56,6 +56,8 @@ FIRE_RAY_SETTINGS = (
 # Settings the Sphere Cast button copies from the panel to the operator (the panel's
 # cast_radius goes to the operator's radius).
 SPHERE_CAST_SETTINGS = ("max_distance", "terrain_model")
+# Settings the Visibility button copies from the panel to the operator.
+VISIBILITY_SETTINGS = ("observer_height", "target_height", "terrain_model")
 
 
 def max_distance_property():
@@ -150,4 +152,25 @@ def cast_radius_property():
         unit="LENGTH",
         default=0.25,
         min=0.0,
+    )
+
+
+def observer_height_property():
+    return FloatProperty(
+        name="Observer Height",
+        description="How far above the origin (along world +Z) the observer's eye is",
+        subtype="DISTANCE",
+        unit="LENGTH",
+        default=1.7,
+    )
+
+
+def target_height_property():
+    return FloatProperty(
+        name="Target Height",
+        description="How far above each terrain vertex (along world +Z) the point to be "
+        "seen is: 0 asks whether the ground itself is visible",
+        subtype="DISTANCE",
+        unit="LENGTH",
+        default=0.0,
     )

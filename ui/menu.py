@@ -13,6 +13,7 @@ class GEOMETRY_QUERIES_MT_object(bpy.types.Menu):
         assert layout is not None  # the stubs allow None, but a menu draws into a layout
         layout.operator("geometry_queries.fire_ray")
         layout.operator("geometry_queries.sphere_cast")
+        layout.operator("geometry_queries.visibility")
         layout.separator()
         layout.operator("geometry_queries.clear_hits")
 

@@ -1,5 +1,5 @@
 """View3D > Sidebar > "Geometry Queries": settings, the recognised shape of each selected
-object, the three operators' buttons and the last result.
+object, the four operators' buttons and the last result.
 
 Recognising a 512x512 terrain takes ~0.1 s, too slow for every redraw of the sidebar, so
 the panel keeps its descriptions until the next depsgraph update (any edit, modifier change,
@@ -12,7 +12,11 @@ import bpy
 from bpy.app.handlers import persistent
 
 from ..operators import mapping
-from ..operators.properties import FIRE_RAY_SETTINGS, SPHERE_CAST_SETTINGS
+from ..operators.properties import (
+    FIRE_RAY_SETTINGS,
+    SPHERE_CAST_SETTINGS,
+    VISIBILITY_SETTINGS,
+)
 
 if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the stubs
     from bpy.stub_internal.rna_enums import RegionTypeItems, SpaceTypeItems
@@ -82,6 +86,15 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
         cast.radius = settings.cast_radius
         for name in SPHERE_CAST_SETTINGS:
             setattr(cast, name, getattr(settings, name))
+
+        box = layout.box()
+        box.label(text="Visibility", icon="HIDE_OFF")
+        column = box.column(align=True)
+        column.prop(settings, "observer_height")
+        column.prop(settings, "target_height")
+        visibility = box.operator("geometry_queries.visibility", icon="HIDE_OFF")
+        for name in VISIBILITY_SETTINGS:
+            setattr(visibility, name, getattr(settings, name))
 
         layout.operator("geometry_queries.clear_hits", icon="TRASH")
         if settings.last_result:

@@ -25,6 +25,8 @@ class GeometryQueriesSettings(bpy.types.PropertyGroup):
     marker_size: properties.marker_size_property()  # type: ignore[valid-type]
     terrain_model: properties.terrain_model_property()  # type: ignore[valid-type]
     cast_radius: properties.cast_radius_property()  # type: ignore[valid-type]
+    observer_height: properties.observer_height_property()  # type: ignore[valid-type]
+    target_height: properties.target_height_property()  # type: ignore[valid-type]
     last_result: StringProperty(  # type: ignore[valid-type]
         name="Last Result", description="What the last query found", default=""
     )

@@ -31,7 +31,9 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
+from ..backend import backend, kernels
 from ..shapes import as_choice, as_pair
+from .crossings import crossings
 from .grid import Terrain, as_diagonals, as_heights, tolerances
 from .march import march
 from .surfaces import surface_at, test_bilinear, test_triangles
@@ -59,6 +61,7 @@ class Heightfield:
     """
 
     dimension = 3
+    all_hits_chunk = 4096  # rays per raycast_all call (crossings.py groups them further)
     # Rays per kernel call: the walk loops over steps (with all active rays vectorized), so
     # larger chunks amortize the per-call numpy overhead and the last few steps of few rays
     # (at 100k rays: 1.4x faster than 8192, ~5 % faster than 65536).
@@ -216,6 +219,60 @@ class Heightfield:
             ]
         cell = np.stack([result.i, result.j], axis=1)
         return result.distance, normal, cell
+
+    def _check_all_hits(self):
+        if self.surface == "BILINEAR":
+            raise ValueError(
+                "raycast_all supports surface TRIANGLES only: a BILINEAR patch is curved "
+                "inside each cell, so its crossings are not found from the breakpoints of "
+                "the ray over the grid (use raycast for its first hit)"
+            )
+        if self.method != "EXACT":
+            raise ValueError("raycast_all needs method EXACT (MARCH may miss crossings)")
+
+    def _all_hits_components(self, origin, direction, max_distance):
+        """raycast_all's records: every crossing of the surface (crossings.py)."""
+        (x0, y0), (dx, dy) = self.origin, self.spacing
+        rays = Rays(origin, direction, x0, y0, dx, dy)
+        limit = np.broadcast_to(max_distance, rays.U0.shape)
+        if backend() == "numba":
+            return self._compiled_crossings(rays, direction, limit)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            return crossings(self, rays, direction, limit)
+
+    def _compiled_crossings(self, rays, direction, limit):
+        """crossings() on the numba backend (kernels/heightfield_crossings.py, the same
+        records bit for bit): a pass counting each ray's records, then one writing them."""
+        ny, nx = self.heights.shape
+        anti = self._anti
+        terrain = (
+            self._above.flat,
+            self._above.tol,
+            np.zeros(1) if anti is None else anti,
+            anti is not None,
+            nx,
+            ny,
+            float(self.spacing[0]),
+            float(self.spacing[1]),
+            self.zmin,
+            self.zmax,
+            2.0 * float(self._above.tol.max()),
+            float(self._edge_slack[0]),
+            float(self._edge_slack[1]),
+            self.solid,
+        )
+        arrays = tuple(
+            np.ascontiguousarray(np.broadcast_to(a, rays.U0.shape), dtype=np.float64)
+            for a in (rays.U0, rays.V0, rays.oz, rays.du, rays.dv, rays.dz, *direction, limit)
+        )
+        ray_arrays, limit = arrays[:9], arrays[9]
+        records = kernels("heightfield_crossings").records
+        empty = (np.empty(0, dtype=np.int64), *(np.empty(0) for _ in range(4)))
+        counts = records(terrain, ray_arrays, limit, empty, False)
+        total = int(counts.sum())
+        out = (np.empty(total, dtype=np.int64), *(np.empty(total) for _ in range(4)))
+        records(terrain, ray_arrays, limit, out, True)
+        return out[0], out[1], list(out[2:])
 
     def _clip(self, rays, max_distance):
         """The ray's interval [t0, t1] in the footprint box under the top (the largest

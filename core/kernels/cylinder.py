@@ -13,10 +13,14 @@ from ..cylinder import ON_WALL
 from .rays import (
     BLOCK,
     INF,
+    finite,
     keep_hit,
+    load,
     normal_to_world,
     ray_in_block,
     read_block,
+    segment_blocked,
+    segment_ray,
     to_local,
     transform,
     transform_transposed,
@@ -124,4 +128,24 @@ def raycast(arguments, placement, origins, directions, max_distance, out, start,
             nx, ny, nz = normal_to_world(placement, nx, ny, nz)
             keep_hit(block, j, t / stretch, nx, ny, nz)
         write_ray_hits(block, begin, count, max_distance, capped, hit, distance, point, normal)
+    return bad
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def occluded(arguments, placement, starts, ends, trim, out, start, stop):
+    """Segments start ... stop - 1 (core/occlusion.py): out[0][i] True where the cylinder
+    (or tube) meets the segment trimmed by ``trim[0]`` of its length at both ends."""
+    p0, frame, height, radius, capped = arguments
+    (blocked,) = out
+    bad = 0
+    for i in range(start, stop):
+        sx, sy, sz = load(starts, i)
+        ex, ey, ez = load(ends, i)
+        if not (finite(sx, sy, sz) and finite(ex, ey, ez)):
+            bad += 1
+            continue
+        ox, oy, oz, ux, uy, uz, limit, length = segment_ray(sx, sy, sz, ex, ey, ez, trim[0], 3)
+        lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
+        t = ray_cylinder(p0, frame, height, radius, capped, lx, ly, lz, lux, luy, luz)[0]
+        blocked[i] = segment_blocked(t / stretch, limit, length, capped)
     return bad

@@ -31,7 +31,17 @@ from numba.extending import intrinsic
 
 from ..heightfield.grid import BLOCK
 from ..heightfield.walk import FINE_SKIPS, TINY
-from .rays import INF, NAN, finite, normal_to_world, scaled_unit, to_local, transform
+from .rays import (
+    INF,
+    NAN,
+    finite,
+    normal_to_world,
+    scaled_unit,
+    segment_blocked,
+    segment_ray,
+    to_local,
+    transform,
+)
 
 # Memory: on a terrain too large for the cache each ray reads a random spot of it. From
 # PREFETCH_MIN_CELLS heights the walk asks for what the ray AHEAD rays on will probably
@@ -350,9 +360,15 @@ def _prefetch_ray(
 # Divisions by zero give inf or NaN as in numpy (the reference divides freely, e.g. by a
 # zero direction component) instead of raising; the helpers above are inlined into it.
 @njit(cache=True, nogil=True, error_model="numpy")
-def _trace(arguments, placement, origins, directions, max_distance, out, start, stop):
+def _trace(arguments, placement, origins, directions, max_distance, out, start, stop, any_hit):
     """Rays start ... stop - 1, one at a time (Heightfield._cast for each): returns the
-    number of rows with non-finite input or a zero direction."""
+    number of rows with non-finite input or a zero direction.
+
+    ``any_hit``: the rows are segments (``origins`` the starts, ``directions`` the ends,
+    ``max_distance[0]`` the fraction trimmed at both ends) and only ``out[0]`` is written,
+    True where the segment is blocked (core/occlusion.py: the ray from the trimmed start
+    over the trimmed length, as its numpy reference computes it); the walk is the same,
+    it ends at the first cell that meets the segment."""
     x0, y0, dx, dy, nx, ny = arguments[:6]
     heights, spacing, anti_of, has_anti, bilinear, solid = arguments[6:12]
     zmin, top_above, top_mirror, slack_x, slack_y = arguments[12:17]
@@ -369,18 +385,27 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
     inner_stride = node_stride[inner_first[0]]
     bad = 0
     for row in range(start, stop):
-        if prefetching and row + AHEAD < stop:
+        if prefetching and not any_hit and row + AHEAD < stop:
             _prefetch_ray(
                 origins, directions, row + AHEAD, placement, x0, y0, dx, dy, nx, ny,
                 zmin, top_above, heights, nodes, inner_at, inner_stride,
             )  # fmt: skip
         ox, oy, oz = origins[row, 0], origins[row, 1], origins[row, 2]
         ex, ey, ez = directions[row, 0], directions[row, 1], directions[row, 2]
-        ux, uy, uz, _ = scaled_unit(ex, ey, ez)
-        if not (finite(ox, oy, oz) and finite(ex, ey, ez) and (ex != 0 or ey != 0 or ez != 0)):
-            bad += 1
-            continue
-        limit = max_distance[row * step]
+        segment_length = 1.0
+        if any_hit:  # occlusion.segment_rays, then the trimmed segment as a ray
+            if not (finite(ox, oy, oz) and finite(ex, ey, ez)):
+                bad += 1
+                continue
+            ox, oy, oz, ux, uy, uz, limit, segment_length = segment_ray(
+                ox, oy, oz, ex, ey, ez, max_distance[0], 3
+            )
+        else:
+            ux, uy, uz, _ = scaled_unit(ex, ey, ez)
+            if not (finite(ox, oy, oz) and finite(ex, ey, ez) and (ex != 0 or ey != 0 or ez != 0)):
+                bad += 1
+                continue
+            limit = max_distance[row * step]
         lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
         # -- _Rays: grid units -------------------------------------------------------------
         U0 = (lx - x0) / dx
@@ -544,6 +569,9 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
             elif terrain == 1:  # the mirror's gradients, back to the terrain's
                 grad_u = -grad_u
                 grad_v = -grad_v
+        if any_hit:  # blocked: a hit within the trimmed segment (a point: inside a solid)
+            hit[row] = segment_blocked(t / stretch, limit, segment_length, solid)
+            continue
         # -- Heightfield._normal; a solid's side walls, a surface's side facing the ray --
         normal_u = -grad_u / dx
         normal_v = -grad_v / dy
@@ -674,7 +702,7 @@ def raycast(arguments, placement, origins, directions, max_distance, out, start,
     per_ray = max_distance.shape[0] == origins.shape[0]
     if count < SORT_MIN_RAYS or nx * ny < SORT_MIN_CELLS:
         limits = max_distance.copy()
-        return _trace(arguments, placement, origins, directions, limits, out, start, stop)
+        return _trace(arguments, placement, origins, directions, limits, out, start, stop, False)
     order = _coherent_order(arguments, placement, origins, start, stop)
     hit, distance, point, normal, cell = out
     ordered_origins = np.empty((count, 3))
@@ -698,7 +726,15 @@ def raycast(arguments, placement, origins, directions, max_distance, out, start,
     )
     first = start - start  # 0, not the literal 0 (a literal would compile _trace again)
     bad = _trace(
-        arguments, placement, ordered_origins, ordered_directions, limits, results, first, count
+        arguments,
+        placement,
+        ordered_origins,
+        ordered_directions,
+        limits,
+        results,
+        first,
+        count,
+        False,
     )
     for k in range(count):
         row = order[k]
@@ -710,3 +746,14 @@ def raycast(arguments, placement, origins, directions, max_distance, out, start,
         cell[row, 0] = results[4][k, 0]
         cell[row, 1] = results[4][k, 1]
     return bad
+
+
+@njit(cache=True, nogil=True)
+def occluded(arguments, placement, starts, ends, trim, out, start, stop):
+    """Segments start ... stop - 1 (see core/backend.py and core/occlusion.py): out[0][row]
+    True where the terrain meets the segment, trimmed by ``trim[0]`` of its length at both
+    ends. The walk stops at the first cell that meets it (any-hit); nothing is stored but
+    the flag."""
+    (blocked,) = out
+    unused = (blocked, np.empty(1), np.empty((1, 3)), np.empty((1, 3)), np.empty((1, 2), np.int64))
+    return _trace(arguments, placement, starts, ends, trim, unused, start, stop, True)

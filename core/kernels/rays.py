@@ -100,6 +100,38 @@ def scaled_unit(x, y, z):
 
 
 @njit(inline="always", error_model="numpy")
+def load(rows, i):
+    """Row ``i`` of an (N, 3) array as x, y, z (the per-segment kernels of occluded)."""
+    return rows[i, 0], rows[i, 1], rows[i, 2]
+
+
+@njit(inline="always", error_model="numpy")
+def segment_ray(sx, sy, sz, ex, ey, ez, trim_fraction, dimension):
+    """occlusion.segment_rays and the trim of occlusion._occluded_part for one segment: the
+    ray from the trimmed start, its unit direction (the last axis for a zero-length
+    segment), the trimmed length to look along, and the segment's length."""
+    ux, uy, uz, length = scaled_unit(ex - sx, ey - sy, ez - sz)
+    if length == 0.0:
+        ux, uy, uz = 0.0, 0.0, 0.0
+        if dimension == 3:
+            uz = 1.0
+        else:
+            uy = 1.0
+    trim = trim_fraction * length
+    return sx + trim * ux, sy + trim * uy, sz + trim * uz, ux, uy, uz, length - 2.0 * trim, length
+
+
+@njit(inline="always", error_model="numpy")
+def segment_blocked(t, limit, length, solid):
+    """occlusion._occluded_part's answer for a hit distance t (world, inf or NaN for none):
+    blocked within the trimmed length; a zero-length segment only inside a solid."""
+    blocked = t <= limit and t < INF
+    if length == 0.0:
+        blocked = blocked and solid and t == 0.0
+    return blocked
+
+
+@njit(inline="always", error_model="numpy")
 def transform(m, x, y, z):
     """``m @ (x, y, z)`` for a 3x3 array, summed left to right as linear_combination."""
     return (

@@ -16,11 +16,14 @@ from .rays import (
     finite,
     keep_cast,
     keep_hit,
+    load,
     normal_to_world,
     ray_in_block,
     read_block,
     read_values,
     scaled_unit,
+    segment_blocked,
+    segment_ray,
     to_local,
     write_cast_hits,
     write_ray_hits,
@@ -100,6 +103,28 @@ def raycast(arguments, placement, origins, directions, max_distance, out, start,
             nx, ny, nz = normal_to_world(placement, nx, ny, nz)
             keep_hit(block, j, t / stretch, nx, ny, nz)
         write_ray_hits(block, begin, count, max_distance, True, hit, distance, point, normal)
+    return bad
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def occluded(arguments, placement, starts, ends, trim, out, start, stop):
+    """Segments start ... stop - 1 (core/occlusion.py): out[0][i] True where the ball meets
+    the segment trimmed by ``trim[0]`` of its length at both ends."""
+    center, radius, dimension = arguments
+    (blocked,) = out
+    bad = 0
+    for i in range(start, stop):
+        sx, sy, sz = load(starts, i)
+        ex, ey, ez = load(ends, i)
+        if not (finite(sx, sy, sz) and finite(ex, ey, ez)):
+            bad += 1
+            continue
+        ox, oy, oz, ux, uy, uz, limit, length = segment_ray(
+            sx, sy, sz, ex, ey, ez, trim[0], dimension
+        )
+        lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
+        t = ray_sphere(center, radius, lx, ly, lz, lux, luy, luz)[0]
+        blocked[i] = segment_blocked(t / stretch, limit, length, True)
     return bad
 
 

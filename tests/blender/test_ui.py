@@ -102,6 +102,7 @@ def test_panel_buttons_pass_the_panel_settings_to_the_operators(empty_scene, add
     assert set(buttons) == {
         "geometry_queries.fire_ray",
         "geometry_queries.sphere_cast",
+        "geometry_queries.visibility",
         "geometry_queries.clear_hits",
     }
     fire = buttons["geometry_queries.fire_ray"]
@@ -142,11 +143,12 @@ def test_object_menu_has_a_geometry_queries_submenu_with_every_operator(addon):
     assert [b.idname for b in layout.record["operators"]] == [
         "geometry_queries.fire_ray",
         "geometry_queries.sphere_cast",
+        "geometry_queries.visibility",
         "geometry_queries.clear_hits",
     ]
 
 
-@pytest.mark.parametrize("idname", ["fire_ray", "sphere_cast", "clear_hits"])
+@pytest.mark.parametrize("idname", ["fire_ray", "sphere_cast", "visibility", "clear_hits"])
 def test_operators_are_undoable_and_describe_themselves(addon, idname):
     rna = getattr(bpy.ops.geometry_queries, idname).get_rna_type()
     operator_class = getattr(bpy.types, f"GEOMETRY_QUERIES_OT_{idname}")
@@ -158,7 +160,38 @@ def test_distances_are_lengths(addon):
     for idname, names in (
         ("fire_ray", ("max_distance", "grid_width")),
         ("sphere_cast", ("radius", "max_distance")),
+        ("visibility", ("observer_height", "target_height")),
     ):
         properties = getattr(bpy.ops.geometry_queries, idname).get_rna_type().properties
         for name in names:
             assert (properties[name].subtype, properties[name].unit) == ("DISTANCE", "LENGTH")
+
+
+def test_visibility_box_passes_its_settings_and_runs_the_operator(empty_scene, addon):
+    from blender_scenes import add_displaced_grid
+    from geometry_queries.operators.properties import VISIBILITY_SETTINGS
+
+    settings = empty_scene.geometry_queries
+    settings.observer_height, settings.target_height = 2.5, 0.25
+    settings.terrain_model = "SOLID"
+    record = draw_panel(bpy.context)
+    assert {"observer_height", "target_height"} <= set(record["props"])
+    (button,) = [b for b in record["operators"] if b.idname == "geometry_queries.visibility"]
+    for name in VISIBILITY_SETTINGS:
+        assert getattr(button, name) == getattr(settings, name), name
+    operator = bpy.ops.geometry_queries.visibility.get_rna_type().properties
+    panel = bpy.types.Scene.bl_rna.properties["geometry_queries"].fixed_type.properties
+    for name in VISIBILITY_SETTINGS:
+        for attribute in ("type", "subtype", "unit", "default"):
+            assert getattr(operator[name], attribute) == getattr(panel[name], attribute)
+
+    terrain = add_displaced_grid(vertices_per_side=5)
+    select_only(terrain)
+    bpy.ops.geometry_queries.visibility(
+        **{name: getattr(button, name) for name in VISIBILITY_SETTINGS}
+    )
+    assert (
+        settings.last_result.startswith("Visible: ")
+        and "of 25 vertices on Terrain" in settings.last_result
+    )
+    assert (settings.last_result, "INFO") in draw_panel(bpy.context)["labels"]

@@ -163,3 +163,93 @@ def sphere_cast_sphere(start, end, cast_radius, center, radius):
     if s < 0 or s > length:
         return None
     return contact(s, [x + s * y for x, y in zip(a, u)])
+
+
+# -- every crossing (raycast_all) ---------------------------------------------------------
+
+
+def _roots(A, B, C):
+    """Real roots of A t^2 + B t + C (A > 0), ascending: two equal ones for a tangent."""
+    disc = B * B - 4 * A * C
+    if disc < 0:
+        return []
+    s = mp.sqrt(disc)
+    return [(-B - s) / (2 * A), (-B + s) / (2 * A)]
+
+
+def sphere_all(origin, direction, center, radius):
+    """Every crossing [(t, normal)] of a ray with a solid ball (any dimension): the textbook
+    quadratic |o + t d - c|^2 = r^2; inside: 0 (normal -d) and the far root; else both
+    roots at or after 0 (one for a tangent)."""
+    o, d, c, r = _vec(origin), _unit(_vec(direction)), _vec(center), mp.mpf(float(radius))
+    m = [a - b for a, b in zip(o, c)]
+    roots = _roots(1, 2 * _dot(m, d), _dot(m, m) - r * r)
+
+    def normal(t):
+        return [(a + t * b - cc) / r for a, b, cc in zip(o, d, c)]
+
+    if _dot(m, m) <= r * r:
+        far = roots[1] if roots else mp.mpf(0)
+        return [(mp.mpf(0), [-x for x in d])] + ([(far, normal(far))] if far > 0 else [])
+    if not roots:
+        return []
+    kept = [t for t in (roots[0],) + ((roots[1],) if roots[1] != roots[0] else ()) if t >= 0]
+    return [(t, normal(t)) for t in kept]
+
+
+def _cylinder_parts(origin, direction, p0, p1, radius):
+    o, d = _vec(origin), _unit(_vec(direction))
+    a0, a1, r = _vec(p0), _vec(p1), mp.mpf(float(radius))
+    axis = [y - x for x, y in zip(a0, a1)]
+    h = mp.sqrt(_dot(axis, axis))
+    w = [x / h for x in axis]
+    rel = [x - y for x, y in zip(o, a0)]
+    qo = [x - _dot(rel, w) * y for x, y in zip(rel, w)]
+    qd = [x - _dot(d, w) * y for x, y in zip(d, w)]
+    z0, dz = _dot(rel, w), _dot(d, w)
+    side = []  # (t, radial normal) with the point between the cap planes
+    A = _dot(qd, qd)
+    if A > 0:
+        for t in _roots(A, 2 * _dot(qo, qd), _dot(qo, qo) - r * r):
+            if 0 <= z0 + t * dz <= h:
+                q = [x + t * y for x, y in zip(qo, qd)]
+                side.append((t, [x / mp.sqrt(_dot(q, q)) for x in q]))
+    return o, d, r, h, w, qo, qd, z0, dz, side
+
+
+def cylinder_all(origin, direction, p0, p1, radius):
+    """Every crossing [(t, normal)] of a ray with a capped solid cylinder: side roots
+    between the caps and cap-plane points within the radius are the solid's boundary
+    points on the line; the solid is convex, so they are its entry and exit."""
+    o, d, r, h, w, qo, qd, z0, dz, side = _cylinder_parts(origin, direction, p0, p1, radius)
+    candidates = list(side)
+    if dz != 0:
+        for plane, normal in ((0, [-x for x in w]), (h, w)):
+            t = (plane - z0) / dz
+            q = [x + t * y for x, y in zip(qo, qd)]
+            if _dot(q, q) <= r * r:
+                candidates.append((t, normal))
+    if not candidates:
+        return []
+    entry = min(candidates, key=lambda c: c[0])
+    exit_ = max(candidates, key=lambda c: c[0])
+    if _dot(qo, qo) <= r * r and 0 <= z0 <= h:
+        return [(mp.mpf(0), [-x for x in d])] + ([exit_] if exit_[0] > 0 else [])
+    if exit_[0] < 0:
+        return []
+    return [c for c in ([entry] + ([exit_] if exit_[0] != entry[0] else [])) if c[0] >= 0]
+
+
+def tube_all(origin, direction, p0, p1, radius):
+    """Every crossing [(t, normal facing the ray)] of a ray with an open tube: the side
+    roots at or after 0 between the cap planes (one for a tangent)."""
+    o, d, r, h, w, qo, qd, z0, dz, side = _cylinder_parts(origin, direction, p0, p1, radius)
+    records = []
+    for t, n in side:
+        if t >= 0 and not (records and records[-1][0] == t):
+            records.append((t, [-x for x in n] if _dot(n, d) > 0 else n))
+    return records
+
+
+def as_float_records(records):
+    return [(float(t), np.array([float(x) for x in n])) for t, n in records]

@@ -1,0 +1,214 @@
+"""Every crossing of a ray with a TRIANGLES terrain (raycast_all), solid or surface.
+
+Math. Between two consecutive points where the ray crosses a grid line (U or V an
+integer) or a cell diagonal (U - V an integer; U + V where cells are split the other way),
+the ray stays over one triangle, so ``g(t) = z(t) - h(U(t), V(t))`` is linear there.
+Evaluate g at these breakpoints: the ray crosses the surface between breakpoints k and
+k + 1 where g changes sign (for the solid g <= 0 counts as inside; a surface is also
+reached where g comes to 0 from either side), at ``t_k + (t_k+1 - t_k) g_k /
+(g_k - g_k+1)`` (no cancellation: the two have opposite signs, or g_k is 0), with the
+normal of that piece's triangle. A local minimum of g within (0, tol] at a breakpoint (on a
+surface also a local maximum within [-tol, 0)) is a touch, one record, as the walk
+counts it a hit (grid.py: each cell's tolerance). g cannot change sign where z is outside
+the heights' range, so breakpoints are listed only over the stretch of the ray inside it.
+
+The solid (``solid=True``) is the footprint's column under the surface: along the ray,
+inside where the ray is over the footprint and g <= 0. Going down through the surface is
+an entry, up an exit (both with the up-facing normal: out of the solid); the first point
+over the footprint is an entry where g <= 0 there (the origin, or a side wall with its
+horizontal outward normal), the last (where the ray leaves the footprint before
+max_distance) an exit where g <= 0 there (the wall it leaves by, normal along the ray).
+The surface (``solid=False``) has one record per crossing or touch, its normal facing the
+ray. BILINEAR patches are curved between breakpoints: not supported (shape.py says so).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .surfaces import surface_at
+
+# Breakpoints per batch: rays are taken in groups whose breakpoints stay below this (a
+# ray over a 1024 x 1024 terrain may cross ~4000 lines).
+MAX_BREAKPOINTS = 1 << 20
+
+
+def crossings(field, rays, direction, limit):
+    """raycast_all records of ``field`` (a TRIANGLES Heightfield) for ``rays``
+    (walk.Rays; ``direction`` their unit directions in world components) up to ``limit``:
+    (ray rows, distances, normals as 3 arrays)."""
+    ny, nx = field.heights.shape
+    ex, lx = _slab(rays.U0, rays.du, 0.0, nx - 1.0, field._edge_slack[0])
+    ey, ly = _slab(rays.V0, rays.dv, 0.0, ny - 1.0, field._edge_slack[1])
+    enter, leave = np.maximum(ex, ey), np.minimum(lx, ly)
+    first = np.maximum(enter, 0.0)  # the first and last point over the footprint
+    last = np.minimum(leave, limit)
+    active = first <= last
+    # The stretch where z is within the heights' range (widened by the tolerances).
+    margin = 2.0 * float(field._above.tol.max())
+    ez, lz = _slab(rays.oz, rays.dz, field.zmin - margin, field.zmax + margin)
+    lo, hi = np.maximum(first, ez), np.minimum(last, lz)
+    inner = active & (lo <= hi)
+    families = [(rays.U0, rays.du), (rays.V0, rays.dv), (rays.U0 - rays.V0, rays.du - rays.dv)]
+    if field._anti is not None:
+        families.append((rays.U0 + rays.V0, rays.du + rays.dv))
+    lines = []
+    for f0, df in families:
+        fa, fb = f0 + lo * df, f0 + hi * df
+        low = np.floor(np.minimum(fa, fb)) + 1.0
+        count = np.where(inner & (df != 0), np.maximum(np.ceil(np.maximum(fa, fb)) - low, 0), 0)
+        lines.append((f0, df, low, count.astype(np.int64)))
+    per_ray = np.full(len(rays.U0), 4, dtype=np.int64)  # first, last, the stretch's ends
+    for _, _, _, count in lines:
+        per_ray += count
+    records = []
+    group_start = 0
+    total = np.cumsum(per_ray)
+    while group_start < len(per_ray):
+        done = total[group_start - 1] if group_start else 0
+        group_end = max(
+            int(np.searchsorted(total, done + MAX_BREAKPOINTS, side="right")), group_start + 1
+        )
+        rows = np.arange(group_start, group_end)
+        records.append(
+            _group(
+                field, rays, direction, rows, lines, (enter, leave, ex, lx), (first, last, lo, hi)
+            )
+        )
+        group_start = group_end
+    ray, distance, normal_x, normal_y, normal_z = (np.concatenate(a) for a in zip(*records))
+    return ray, distance, [normal_x, normal_y, normal_z]
+
+
+def _group(field, rays, direction, rows, lines, footprint, stretch):
+    """The records of the rays ``rows`` (see crossings): ``footprint`` holds where each
+    ray enters and leaves the footprint and its x slab, ``stretch`` the first and last
+    point over it and the part of that within the heights' range."""
+    enter, leave, ex, lx = footprint
+    first, last, lo, hi = stretch
+    active = first <= last
+    terrain = field._above
+    nx = terrain.nx
+    # -- breakpoints: first, last, the stretch's ends, the lines crossed in between --------
+    ray_parts, t_parts = [], []
+    for t, keep in ((first, active), (last, active & (last < np.inf)), (lo, lo <= hi)):
+        keep = rows[keep[rows]]
+        ray_parts.append(keep)
+        t_parts.append(t[keep])
+    hi_rows = rows[(lo <= hi)[rows]]
+    ray_parts.append(hi_rows)
+    t_parts.append(hi[hi_rows])
+    for f0, df, low, count in lines:
+        counts = count[rows]
+        ray = np.repeat(rows, counts)
+        offset = np.arange(len(ray)) - np.repeat(np.cumsum(counts) - counts, counts)
+        line = low[ray] + offset
+        t = (line - f0[ray]) / df[ray]
+        ray_parts.append(ray)
+        t_parts.append(np.minimum(np.maximum(t, lo[ray]), hi[ray]))
+    ray = np.concatenate(ray_parts)
+    t = np.concatenate(t_parts)
+    order = np.lexsort((t, ray))
+    ray, t = ray[order], t[order]
+    distinct = np.ones(len(ray), dtype=bool)
+    distinct[1:] = (ray[1:] != ray[:-1]) | (t[1:] != t[:-1])
+    ray, t = ray[distinct], t[distinct]
+    # -- g at the breakpoints ------------------------------------------------------------
+    U = rays.U0[ray] + t * rays.du[ray]
+    V = rays.V0[ray] + t * rays.dv[ray]
+    z = rays.oz[ray] + t * rays.dz[ray]
+    h, _, _, i, j = surface_at(terrain, "TRIANGLES", U, V)
+    g = z - h
+    tol = terrain.tol[j * nx + i]
+    same_next = np.zeros(len(ray), dtype=bool)
+    same_next[:-1] = ray[1:] == ray[:-1]
+    same_previous = np.zeros(len(ray), dtype=bool)
+    same_previous[1:] = same_next[:-1]
+    g_next = np.where(same_next, np.roll(g, -1), np.inf)
+    g_previous = np.where(same_previous, np.roll(g, 1), np.inf)
+    # -- crossings between breakpoints k and k + 1 ---------------------------------------
+    if field.solid:  # in the solid where g <= 0: entries and exits
+        changes = (g > 0.0) != (g_next > 0.0)
+    else:  # reaching the surface from either side (a start on it is added below)
+        changes = ((g > 0.0) & (g_next <= 0.0)) | ((g < 0.0) & (g_next >= 0.0))
+    k = np.flatnonzero(same_next & changes)
+    ga, gb, ta, tb = g[k], g[k + 1], t[k], t[k + 1]
+    ratio = np.minimum(ga / (ga - gb), 1.0)
+    cross_t = np.where(ratio >= 1.0, tb, ta + (tb - ta) * ratio)
+    middle = 0.5 * (ta + tb)
+    cross_ray = ray[k]
+    cross_normal = _surface_normal(field, rays, cross_ray, middle)
+    # -- touches at breakpoints -----------------------------------------------------------
+    touch = (g > 0.0) & (g <= tol) & (g_previous > g) & (g_next >= g)
+    if not field.solid:
+        g_previous_below = np.where(same_previous, np.roll(g, 1), -np.inf)
+        g_next_below = np.where(same_next, np.roll(g, -1), -np.inf)
+        touch |= (g < 0.0) & (g >= -tol) & (g_previous_below < g) & (g_next_below <= g)
+        touch |= (g == 0.0) & ~same_previous  # the ray starts over the footprint on it
+    k_touch = np.flatnonzero(touch)
+    # the piece before the touch (or after it, at the ray's first breakpoint)
+    piece_end = np.where(same_previous[k_touch], k_touch - 1, k_touch)
+    piece_far = np.where(
+        same_previous[k_touch], k_touch, np.where(same_next[k_touch], k_touch + 1, k_touch)
+    )
+    touch_ray = ray[k_touch]
+    touch_normal = _surface_normal(field, rays, touch_ray, 0.5 * (t[piece_end] + t[piece_far]))
+    parts = [(cross_ray, cross_t, cross_normal), (touch_ray, t[k_touch], touch_normal)]
+    if field.solid:
+        # The first point over the footprint: an entry where g <= 0 there.
+        starting = np.flatnonzero(~same_previous & (g <= 0.0))
+        start_ray = ray[starting]
+        parts.insert(0, (start_ray, t[starting], _wall_normal(rays, start_ray, ex, enter, -1.0)))
+        # The footprint's far side before max_distance: an exit where g <= 0 there.
+        ending = np.flatnonzero(~same_next & (g <= 0.0))
+        ending = ending[t[ending] == leave[ray[ending]]]
+        end_ray = ray[ending]
+        parts.append((end_ray, t[ending], _wall_normal(rays, end_ray, lx, leave, 1.0)))
+        # A record where the ray enters over a wall (not at its origin) has the wall's normal.
+        for index, (part_ray, part_t, normal) in enumerate(parts):
+            on_wall = (part_t == enter[part_ray]) & (part_t > 0.0)
+            if on_wall.any():
+                wall = _wall_normal(rays, part_ray, ex, enter, -1.0)
+                parts[index] = (
+                    part_ray,
+                    part_t,
+                    [np.where(on_wall, w, n) for w, n in zip(wall, normal)],
+                )
+    else:  # a surface's normal faces the ray
+        for index, (part_ray, part_t, normal) in enumerate(parts):
+            along = normal[0] * direction[0][part_ray] + normal[1] * direction[1][part_ray]
+            along = along + normal[2] * direction[2][part_ray]
+            facing = np.where(along > 0.0, -1.0, 1.0)
+            parts[index] = (part_ray, part_t, [x * facing for x in normal])
+    return (
+        np.concatenate([p[0] for p in parts]),
+        np.concatenate([p[1] for p in parts]),
+        *(np.concatenate([p[2][axis] for p in parts]) for axis in range(3)),
+    )
+
+
+def _surface_normal(field, rays, ray, t):
+    """The up-facing normal of the triangle under the ray at ``t``."""
+    U = rays.U0[ray] + t * rays.du[ray]
+    V = rays.V0[ray] + t * rays.dv[ray]
+    _, grad_u, grad_v, _, _ = surface_at(field._above, "TRIANGLES", U, V)
+    return field._normal(grad_u, grad_v)
+
+
+def _wall_normal(rays, ray, t_x, t, sign):
+    """The normal of the footprint's side the ray crosses at ``t``: the x side where ``t``
+    is the x slab's, else the y side; ``sign`` -1 for the side it enters by (outward,
+    against the ray), +1 for the side it leaves by (outward, along the ray)."""
+    x_side = t[ray] == t_x[ray]
+    return [
+        np.where(x_side, sign * np.sign(rays.du[ray]), 0.0),
+        np.where(x_side, 0.0, sign * np.sign(rays.dv[ray])),
+        np.zeros(len(ray)),
+    ]
+
+
+def _slab(p0, dp, lo, hi, slack=0.0):
+    """Interval of t where p0 + t dp lies in [lo, hi] (shape._slab)."""
+    from .shape import _slab as slab
+
+    return slab(p0, dp, lo, hi, slack)

@@ -1,0 +1,213 @@
+"""Compiled raycast_all records of a TRIANGLES terrain: the one-ray form of
+core/heightfield/crossings.py, which stays the reference and documents the math.
+
+Per ray: the footprint and the stretch within the heights' range (as the reference), the
+breakpoints there (the first and last point over the footprint, the stretch's ends, each
+grid line and diagonal crossed) sorted with exact duplicates dropped, g = z - h at each,
+and the records (crossings between breakpoints, touches at them, a solid's walls) in the
+reference's order, operand for operand, so both backends give the same records bit for
+bit. Run twice per batch: once counting the records, once writing them where the counts
+put them (``write``).
+"""
+
+import numpy as np
+from numba import njit
+
+from .heightfield import _maximum, _minimum, _slab
+
+
+@njit(cache=True, error_model="numpy")
+def _surface(heights, anti_of, has_anti, nx, ny, U, V):
+    """surfaces.surface_at for TRIANGLES at one point: height, gradient and cell."""
+    i = int(min(max(np.floor(U), 0.0), nx - 2.0))
+    j = int(min(max(np.floor(V), 0.0), ny - 2.0))
+    u = U - i
+    v = V - j
+    k = j * nx + i
+    h00, h10, h01, h11 = heights[k], heights[k + 1], heights[k + nx], heights[k + nx + 1]
+    a0 = h10 - h00
+    a1 = h11 - h01
+    main_b0 = h11 - h10
+    main_b1 = h01 - h00
+    anti = has_anti and anti_of[j * (nx - 1) + i] > 0
+    if anti:
+        b0, b1, c1 = main_b1, main_b0, h01 + h10 - h11
+        w = 1.0 - u - v
+    else:
+        b0, b1, c1 = main_b0, main_b1, h00
+        w = u - v
+    if w >= 0:
+        return h00 + a0 * u + b0 * v, a0, b0, k
+    return c1 + a1 * u + b1 * v, a1, b1, k
+
+
+@njit(cache=True, error_model="numpy")
+def _up_normal(grad_u, grad_v, dx, dy):
+    """Heightfield._normal: the up-facing unit normal for a height gradient."""
+    nu = -grad_u / dx
+    nv = -grad_v / dy
+    length = np.sqrt(nu * nu + nv * nv + 1.0)
+    return nu / length, nv / length, 1.0 / length
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def records(terrain, rays, limit, out, write):
+    """Count (``write`` False) or write the records of every ray; returns the count per
+    ray. ``terrain``: (heights flat, tolerances flat, anti flags, has anti, nx, ny, dx, dy,
+    zmin, zmax, margin, slack x, slack y, solid); ``rays``: (U0, V0, oz, du, dv, dz and the
+    unit world direction x, y, z), arrays of n; ``out``: (ray, distance, normal x, y, z)
+    at the offsets of the counts (cumulative)."""
+    heights, tol_of, anti_of, has_anti, nx, ny, dx, dy = terrain[:8]
+    zmin, zmax, margin, slack_x, slack_y, solid = terrain[8:]
+    U0s, V0s, ozs, dus, dvs, dzs, wxs, wys, wzs = rays
+    out_ray, out_t, out_nx, out_ny, out_nz = out
+    n = U0s.shape[0]
+    counts = np.zeros(n, dtype=np.int64)
+    at = 0
+    families = 4 if has_anti else 3
+    for r in range(n):
+        U0, V0, oz, du, dv, dz = U0s[r], V0s[r], ozs[r], dus[r], dvs[r], dzs[r]
+        ex, lx = _slab(U0, du, 0.0, nx - 1.0, slack_x)
+        ey, ly = _slab(V0, dv, 0.0, ny - 1.0, slack_y)
+        enter, leave = _maximum(ex, ey), _minimum(lx, ly)
+        first = _maximum(enter, 0.0)
+        last = _minimum(leave, limit[r])
+        if not first <= last:
+            continue
+        ez, lz = _slab(oz, dz, zmin - margin, zmax + margin, 0.0)
+        lo, hi = _maximum(first, ez), _minimum(last, lz)
+        inner = lo <= hi
+        # -- the breakpoints, sorted, exact duplicates dropped -------------------------
+        total = 1 + (1 if last < np.inf else 0) + (2 if inner else 0)
+        lows = np.zeros(4)
+        numbers = np.zeros(4, dtype=np.int64)
+        for f in range(families):
+            f0, df = _family(f, U0, V0, du, dv)
+            fa, fb = f0 + lo * df, f0 + hi * df
+            lows[f] = np.floor(_minimum(fa, fb)) + 1.0
+            if inner and df != 0:
+                numbers[f] = int(_maximum(np.ceil(_maximum(fa, fb)) - lows[f], 0.0))
+            total += numbers[f]
+        t = np.empty(total)
+        m = 0
+        t[m] = first
+        m += 1
+        if last < np.inf:
+            t[m] = last
+            m += 1
+        if inner:
+            t[m] = lo
+            t[m + 1] = hi
+            m += 2
+        for f in range(families):
+            f0, df = _family(f, U0, V0, du, dv)
+            for offset in range(numbers[f]):
+                value = (lows[f] + offset - f0) / df
+                t[m] = _minimum(_maximum(value, lo), hi)
+                m += 1
+        t = np.sort(t)
+        kept = 1
+        for q in range(1, total):
+            if t[q] != t[kept - 1]:
+                t[kept] = t[q]
+                kept += 1
+        # -- g at the breakpoints ------------------------------------------------------
+        g = np.empty(kept)
+        tol = np.empty(kept)
+        for q in range(kept):
+            U = U0 + t[q] * du
+            V = V0 + t[q] * dv
+            h, _, _, k = _surface(heights, anti_of, has_anti, nx, ny, U, V)
+            g[q] = (oz + t[q] * dz) - h
+            tol[q] = tol_of[k]
+        # -- the records, in the reference's order --------------------------------------
+        found = 0
+        if solid and g[0] <= 0.0:  # the first point over the footprint, inside
+            found += _emit(out, write, at + found, r, t[0], _wall(ex, enter, du, dv, -1.0))
+        for q in range(kept - 1):
+            ga, gb = g[q], g[q + 1]
+            if solid:
+                changes = (ga > 0.0) != (gb > 0.0)
+            else:
+                changes = (ga > 0.0 and gb <= 0.0) or (ga < 0.0 and gb >= 0.0)
+            if changes:
+                ratio = _minimum(ga / (ga - gb), 1.0)
+                ta, tb = t[q], t[q + 1]
+                cross = tb if ratio >= 1.0 else ta + (tb - ta) * ratio
+                middle = 0.5 * (ta + tb)
+                normal = _piece_normal(terrain, U0, V0, du, dv, middle)
+                found += _emit(out, write, at + found, r, cross, normal)
+        for q in range(kept):
+            previous = g[q - 1] if q > 0 else np.inf
+            following = g[q + 1] if q + 1 < kept else np.inf
+            touch = g[q] > 0.0 and g[q] <= tol[q] and previous > g[q] and following >= g[q]
+            if not solid:
+                previous_below = g[q - 1] if q > 0 else -np.inf
+                following_below = g[q + 1] if q + 1 < kept else -np.inf
+                touch = touch or (
+                    g[q] < 0.0
+                    and g[q] >= -tol[q]
+                    and previous_below < g[q]
+                    and following_below <= g[q]
+                )
+                touch = touch or (g[q] == 0.0 and q == 0)
+            if touch:
+                end = q - 1 if q > 0 else q
+                far = q if q > 0 else min(q + 1, kept - 1)
+                normal = _piece_normal(terrain, U0, V0, du, dv, 0.5 * (t[end] + t[far]))
+                found += _emit(out, write, at + found, r, t[q], normal)
+        if solid and g[kept - 1] <= 0.0 and t[kept - 1] == leave:  # out through a side
+            found += _emit(out, write, at + found, r, t[kept - 1], _wall(lx, leave, du, dv, 1.0))
+        if write:
+            for q in range(at, at + found):
+                if solid:  # a record where the ray enters over a wall has its normal
+                    if out_t[q] == enter and out_t[q] > 0.0:
+                        out_nx[q], out_ny[q], out_nz[q] = _wall(ex, enter, du, dv, -1.0)
+                else:  # a surface's normal faces the ray
+                    along = out_nx[q] * wxs[r] + out_ny[q] * wys[r]
+                    along = along + out_nz[q] * wzs[r]
+                    if along > 0.0:
+                        out_nx[q], out_ny[q], out_nz[q] = -out_nx[q], -out_ny[q], -out_nz[q]
+                    else:
+                        out_nx[q], out_ny[q], out_nz[q] = out_nx[q], out_ny[q], out_nz[q]
+        counts[r] = found
+        at += found
+    return counts
+
+
+@njit(cache=True, error_model="numpy")
+def _family(f, U0, V0, du, dv):
+    """The line family f (U, V, U - V, U + V) as value and rate along the ray."""
+    if f == 0:
+        return U0, du
+    if f == 1:
+        return V0, dv
+    if f == 2:
+        return U0 - V0, du - dv
+    return U0 + V0, du + dv
+
+
+@njit(cache=True, error_model="numpy")
+def _piece_normal(terrain, U0, V0, du, dv, t):
+    heights, _, anti_of, has_anti, nx, ny, dx, dy = terrain[:8]
+    _, grad_u, grad_v, _ = _surface(heights, anti_of, has_anti, nx, ny, U0 + t * du, V0 + t * dv)
+    return _up_normal(grad_u, grad_v, dx, dy)
+
+
+@njit(cache=True, error_model="numpy")
+def _wall(t_x, t, du, dv, sign):
+    """crossings._wall_normal for one ray."""
+    if t == t_x:
+        return sign * np.sign(du), 0.0, 0.0
+    return 0.0, sign * np.sign(dv), 0.0
+
+
+@njit(cache=True, error_model="numpy")
+def _emit(out, write, q, r, t, normal):
+    """Write record q (when writing); returns 1 (one record)."""
+    if write:
+        out_ray, out_t, out_nx, out_ny, out_nz = out
+        out_ray[q] = r
+        out_t[q] = t
+        out_nx[q], out_ny[q], out_nz[q] = normal
+    return 1

@@ -1,0 +1,194 @@
+"""The Visibility operator: what can be seen from one point on every selected terrain.
+
+Thin, like the query operators: read its properties (the 3D cursor fills the origin when it
+is not given), map the selected objects to shapes (mapping.py), ask core for each terrain
+vertex whether its line of sight is blocked (sightlines.py, ``core.occluded``), write the
+answers onto the terrains' meshes (visibility_attributes.py). Every check runs before the
+first write, so an error leaves the scene exactly as it was.
+
+Its poll says when no selected object is a terrain. Recognising a 1024 x 1024 terrain takes
+a fraction of a second, too slow for every redraw, so poll remembers which objects are
+terrains until the next depsgraph update (any edit, modifier change, transform, frame change
+or file load empties the memo), the panel's rule for its descriptions too.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import bpy
+import numpy as np
+from bpy.app.handlers import persistent
+from bpy.props import FloatVectorProperty
+
+from . import mapping, patterns, properties, sightlines, visibility_attributes
+from .query import query_targets, store_last_result
+
+if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the stubs
+    from bpy.stub_internal.rna_enums import OperatorReturnItems
+
+# object name -> may it be a terrain (may_be_terrain)?, valid until the next depsgraph update
+_is_terrain: dict[str, bool] = {}
+
+
+@persistent
+def forget_terrains(*_):
+    _is_terrain.clear()
+
+
+def may_be_terrain(obj, depsgraph) -> bool:
+    """True when ``obj`` is recognised as a terrain, or is a mesh whose modifiers change its
+    vertex count (execute then says why it cannot take the answers); remembered until the
+    next depsgraph update."""
+    if obj.name not in _is_terrain:
+        try:
+            answer = mapping.recognize(obj, depsgraph).kind == "TERRAIN"
+        except ValueError:
+            answer = obj.type == "MESH" and len(set(vertex_counts(obj, depsgraph))) > 1
+        _is_terrain[obj.name] = answer
+    return _is_terrain[obj.name]
+
+
+def vertex_counts(obj, depsgraph) -> tuple[int, int]:
+    """(vertices of the mesh, vertices after its modifiers)."""
+    return len(obj.data.vertices), len(obj.evaluated_get(depsgraph).data.vertices)
+
+
+def recognize_occluders(objects, depsgraph, terrain_model: str) -> list:
+    """mapping.recognize_all, with a word on modifiers that change a mesh's vertex count
+    when an object is not recognised (a Subdivision Surface makes a grid no lattice)."""
+    recognized = []
+    for obj in objects:
+        try:
+            recognized.append(mapping.recognize(obj, depsgraph, terrain_model))
+        except ValueError as error:
+            if obj.type == "MESH":
+                original, evaluated = vertex_counts(obj, depsgraph)
+                if original != evaluated:
+                    raise ValueError(
+                        f"{error} (its modifiers change its vertex count from "
+                        f"{original:,} to {evaluated:,})"
+                    ) from None
+            raise
+    return recognized
+
+
+def check_vertex_count(obj, depsgraph) -> None:
+    """ValueError unless the terrain's modifiers keep its vertex count: the answers are
+    written per vertex of the mesh, in the evaluated mesh's vertex order."""
+    original, evaluated = vertex_counts(obj, depsgraph)
+    if original != evaluated:
+        raise ValueError(
+            f"{obj.name}: its modifiers change its vertex count from {original:,} to "
+            f"{evaluated:,} (e.g. Subdivision Surface), so the visibility of its evaluated "
+            "vertices cannot be stored on its mesh: apply or remove that modifier"
+        )
+
+
+class GEOMETRY_QUERIES_OT_visibility(bpy.types.Operator):
+    """Mark which vertices of the selected terrains can be seen from the 3D cursor (or a
+    given origin), past every selected object: writes the point attributes 'visible' and
+    'visibility' (a colour) on each terrain"""
+
+    bl_idname = "geometry_queries.visibility"
+    bl_label = "Visibility from Cursor"
+    bl_options = {"REGISTER", "UNDO"}
+
+    origin: FloatVectorProperty(  # type: ignore[valid-type]
+        name="Origin",
+        description="Where the observer stands (default: the 3D cursor)",
+        subtype="TRANSLATION",
+        unit="LENGTH",
+        size=3,
+        options={"SKIP_SAVE"},
+    )
+    observer_height: properties.observer_height_property()  # type: ignore[valid-type]
+    target_height: properties.target_height_property()  # type: ignore[valid-type]
+    terrain_model: properties.terrain_model_property()  # type: ignore[valid-type]
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        if context.mode != "OBJECT":
+            cls.poll_message_set("Switch to Object Mode: queries read the evaluated objects")
+            return False
+        depsgraph = context.evaluated_depsgraph_get()  # first: an update empties the memo
+        if not any(may_be_terrain(obj, depsgraph) for obj in query_targets(context)):
+            cls.poll_message_set(
+                "Select a terrain (a grid with heights) to see what is visible on it; "
+                "other selected objects occlude"
+            )
+            return False
+        return True
+
+    def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
+        scene = context.scene
+        try:
+            if not self.properties.is_property_set("origin"):
+                self.origin = scene.cursor.location  # type: ignore[union-attr]  # in a scene
+            observer = patterns.finite_vector("Origin", self.origin) + [
+                0.0,
+                0.0,
+                patterns.finite_number("Observer Height", self.observer_height),
+            ]
+            raise_by = patterns.finite_number("Target Height", self.target_height)
+            objects = query_targets(context)
+            depsgraph = context.evaluated_depsgraph_get()
+            occluders = recognize_occluders(objects, depsgraph, self.terrain_model)
+            terrains = [obj for obj, shape in zip(objects, occluders) if shape.kind == "TERRAIN"]
+            for terrain in terrains:
+                check_vertex_count(terrain, depsgraph)
+            shared = shared_meshes(terrains)
+            if shared:
+                raise ValueError(shared)
+            answers = []
+            for terrain, shape in zip(objects, occluders):
+                if shape.kind != "TERRAIN":
+                    continue
+                points = sightlines.terrain_vertices(terrain.evaluated_get(depsgraph), shape)
+                points[:, 2] += raise_by
+                answers.append(sightlines.visible_from(observer, points, occluders))
+        except ValueError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+
+        for terrain, visible in zip(terrains, answers):
+            visibility_attributes.write_visibility(terrain.data, visible)
+        message = "; ".join(
+            f"Visible: {100.0 * np.count_nonzero(visible) / len(visible):.1f} % of "
+            f"{len(visible):,} vertices on {terrain.name}"
+            for terrain, visible in zip(terrains, answers)
+        )
+        self.report({"INFO"}, message)
+        store_last_result(context, message)
+        return {"FINISHED"}
+
+
+def shared_meshes(terrains) -> str | None:
+    """Why two selected terrains cannot both get their answers (they share one mesh, so
+    the one written last would overwrite the other's), or None."""
+    by_mesh: dict[str, list[str]] = {}
+    for obj in terrains:
+        by_mesh.setdefault(obj.data.name, []).append(obj.name)
+    for mesh, names in by_mesh.items():
+        if len(names) > 1:
+            return (
+                f"{' and '.join(names)} share the mesh {mesh}, which can hold one visibility "
+                "only: select one of them, or make the mesh single user"
+            )
+    return None
+
+
+classes = (GEOMETRY_QUERIES_OT_visibility,)
+HANDLERS = (bpy.app.handlers.depsgraph_update_post, bpy.app.handlers.load_post)
+
+
+def register():
+    for handlers in HANDLERS:
+        handlers.append(forget_terrains)
+
+
+def unregister():
+    for handlers in HANDLERS:
+        if forget_terrains in handlers:
+            handlers.remove(forget_terrains)
+    forget_terrains()
