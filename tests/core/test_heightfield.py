@@ -9,8 +9,6 @@ ray whose answer hangs on round-off is known as ambiguous (random rays) while th
 cases use the closed solid (grown) and must hit.
 """
 
-import time
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -625,15 +623,14 @@ def test_march_bisection_reads_the_height_at_each_midpoint():
 # -- the hierarchy, big grids, many rays -----------------------------------------------------
 
 
-def test_hierarchy_is_lazy_cached_and_fast():
+def test_hierarchy_is_lazy_and_cached():
+    """Built on first use, then kept (its build time is measured by bench_heightfield, not
+    here: a timed test only measures the machine's load)."""
     rng = np.random.default_rng(0)
-    field = Heightfield(rng.random((1024, 1024)))
+    field = Heightfield(rng.random((256, 256)))
     assert field._above._hierarchy is None
-    start = time.perf_counter()
     first = field.hierarchy
-    elapsed = time.perf_counter() - start
     assert field.hierarchy is first
-    assert elapsed < 0.25  # the bench measures the 50 ms target; this only catches blunders
 
 
 def test_held_arrays_follow_what_a_terrain_builds_and_may_be_frozen():
