@@ -7,7 +7,9 @@ the operator benchmark and the Blender tests. An installed extension needs none 
 its operators are simply there.
 """
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -18,6 +20,7 @@ def import_addon():
     """The add-on package from this checkout, imported as ``geometry_queries``."""
     if "geometry_queries" not in sys.modules:
         link_dir = tempfile.mkdtemp(prefix="gq-addon-")
+        atexit.register(shutil.rmtree, link_dir, ignore_errors=True)
         os.symlink(ROOT, os.path.join(link_dir, "geometry_queries"))
         sys.path.insert(0, link_dir)
     import geometry_queries

@@ -6,12 +6,15 @@ as the package ``geometry_queries`` (through a symlink, whatever the checkout's 
 called) and registered once per session; every test starts from empty factory settings.
 """
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
 if "bpy" not in sys.modules:
     os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="gq-blender-user-")
+    atexit.register(shutil.rmtree, os.environ["BLENDER_USER_RESOURCES"], ignore_errors=True)
 
 import bpy  # noqa: E402  (must come after BLENDER_USER_RESOURCES is set)
 import pytest  # noqa: E402

@@ -9,14 +9,17 @@ a temporary directory is used), so the extension repository it installs into is 
 nothing clashes with the dev copy of the add-on that the test session registers.
 """
 
+import atexit
 import importlib.machinery
 import json
 import os
+import shutil
 import sys
 import tempfile
 
-if "bpy" not in sys.modules:
-    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="gq-install-"))
+if "bpy" not in sys.modules and "BLENDER_USER_RESOURCES" not in os.environ:
+    os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="gq-install-")
+    atexit.register(shutil.rmtree, os.environ["BLENDER_USER_RESOURCES"], ignore_errors=True)
 
 BUNDLED = ("numba", "llvmlite")
 
