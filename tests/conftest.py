@@ -1,5 +1,7 @@
-"""Shared test set-up: the repository root is importable (``import core``), and under CI a
-skipped test is a failure (a skipped Blender test would hide a broken install)."""
+"""Shared test set-up: the repository root is importable (``import core``); under CI a
+skipped test is a failure (a skipped Blender test would hide a broken install), and
+hypothesis runs derandomized (the same examples every run: CI repeats what was tested here,
+while local runs keep exploring new ones)."""
 
 import os
 import sys
@@ -15,6 +17,12 @@ try:
     import numba  # noqa: F401
 except ImportError:
     pass
+
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -1,4 +1,4 @@
-"""Every crossing of a ray with a TRIANGLES terrain (raycast_all), solid or surface.
+"""Every crossing of a ray with a terrain (raycast_all), solid or surface.
 
 Math. Between two consecutive points where the ray crosses a grid line (U or V an
 integer) or a cell diagonal (U - V an integer; U + V where cells are split the other way),
@@ -19,7 +19,13 @@ over the footprint is an entry where g <= 0 there (the origin, or a side wall wi
 horizontal outward normal), the last (where the ray leaves the footprint before
 max_distance) an exit where g <= 0 there (the wall it leaves by, normal along the ray).
 The surface (``solid=False``) has one record per crossing or touch, its normal facing the
-ray. BILINEAR patches are curved between breakpoints: not supported (shape.py says so).
+ray.
+
+BILINEAR: only grid lines bound the pieces; inside a cell ``g(ta + s) = g(ta) + g1 s +
+g2 s^2`` (surfaces.py), so the vertex ``s = -g1 / 2 g2`` of each piece is a breakpoint
+too. Then g is monotone between breakpoints: a sign change holds one root, the stable
+quadratic's root inside the piece (the linear estimate where rounding leaves none), and a
+touch is a breakpoint extremum as for triangles; normals from the patch's gradient there.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ MAX_BREAKPOINTS = 1 << 20
 
 
 def crossings(field, rays, direction, limit):
-    """raycast_all records of ``field`` (a TRIANGLES Heightfield) for ``rays``
+    """raycast_all records of ``field`` (a Heightfield, method EXACT) for ``rays``
     (walk.Rays; ``direction`` their unit directions in world components) up to ``limit``:
     (ray rows, distances, normals as 3 arrays)."""
     ny, nx = field.heights.shape
@@ -49,8 +55,10 @@ def crossings(field, rays, direction, limit):
     ez, lz = _slab(rays.oz, rays.dz, field.zmin - margin, field.zmax + margin)
     lo, hi = np.maximum(first, ez), np.minimum(last, lz)
     inner = active & (lo <= hi)
-    families = [(rays.U0, rays.du), (rays.V0, rays.dv), (rays.U0 - rays.V0, rays.du - rays.dv)]
-    if field._anti is not None:
+    families = [(rays.U0, rays.du), (rays.V0, rays.dv)]
+    if field.surface == "TRIANGLES":
+        families.append((rays.U0 - rays.V0, rays.du - rays.dv))
+    if field.surface == "TRIANGLES" and field._anti is not None:
         families.append((rays.U0 + rays.V0, rays.du + rays.dv))
     lines = []
     for f0, df in families:
@@ -106,18 +114,22 @@ def _group(field, rays, direction, rows, lines, footprint, stretch):
         t = (line - f0[ray]) / df[ray]
         ray_parts.append(ray)
         t_parts.append(np.minimum(np.maximum(t, lo[ray]), hi[ray]))
-    ray = np.concatenate(ray_parts)
-    t = np.concatenate(t_parts)
-    order = np.lexsort((t, ray))
-    ray, t = ray[order], t[order]
-    distinct = np.ones(len(ray), dtype=bool)
-    distinct[1:] = (ray[1:] != ray[:-1]) | (t[1:] != t[:-1])
-    ray, t = ray[distinct], t[distinct]
+    ray, t = _sorted(np.concatenate(ray_parts), np.concatenate(t_parts))
+    bilinear = field.surface == "BILINEAR"
+    if bilinear:  # each piece's extremum too: g is then monotone between breakpoints
+        k = np.flatnonzero(ray[1:] == ray[:-1])
+        g1, g2, _ = _bilinear_piece(field, rays, ray[k], t[k], t[k + 1])
+        vertex = -g1 / (2.0 * g2)
+        inside = np.flatnonzero((vertex > 0.0) & (vertex < t[k + 1] - t[k]))
+        ray, t = _sorted(
+            np.concatenate((ray, ray[k[inside]])),
+            np.concatenate((t, t[k[inside]] + vertex[inside])),
+        )
     # -- g at the breakpoints ------------------------------------------------------------
     U = rays.U0[ray] + t * rays.du[ray]
     V = rays.V0[ray] + t * rays.dv[ray]
     z = rays.oz[ray] + t * rays.dz[ray]
-    h, _, _, i, j = surface_at(terrain, "TRIANGLES", U, V)
+    h, _, _, i, j = surface_at(terrain, field.surface, U, V)
     g = z - h
     tol = terrain.tol[j * nx + i]
     same_next = np.zeros(len(ray), dtype=bool)
@@ -134,10 +146,11 @@ def _group(field, rays, direction, rows, lines, footprint, stretch):
     k = np.flatnonzero(same_next & changes)
     ga, gb, ta, tb = g[k], g[k + 1], t[k], t[k + 1]
     ratio = np.minimum(ga / (ga - gb), 1.0)
-    cross_t = np.where(ratio >= 1.0, tb, ta + (tb - ta) * ratio)
-    middle = 0.5 * (ta + tb)
     cross_ray = ray[k]
-    cross_normal = _surface_normal(field, rays, cross_ray, middle)
+    if bilinear:  # the root of the piece's quadratic, near the linear estimate
+        ratio = _bilinear_root(field, rays, cross_ray, ta, tb, ga, ratio)
+    cross_t = np.where(ratio >= 1.0, tb, ta + (tb - ta) * ratio)
+    cross_normal = _surface_normal(field, rays, cross_ray, ta, tb, cross_t)
     # -- touches at breakpoints -----------------------------------------------------------
     touch = (g > 0.0) & (g <= tol) & (g_previous > g) & (g_next >= g)
     if not field.solid:
@@ -152,7 +165,7 @@ def _group(field, rays, direction, rows, lines, footprint, stretch):
         same_previous[k_touch], k_touch, np.where(same_next[k_touch], k_touch + 1, k_touch)
     )
     touch_ray = ray[k_touch]
-    touch_normal = _surface_normal(field, rays, touch_ray, 0.5 * (t[piece_end] + t[piece_far]))
+    touch_normal = _surface_normal(field, rays, touch_ray, t[piece_end], t[piece_far], t[k_touch])
     parts = [(cross_ray, cross_t, cross_normal), (touch_ray, t[k_touch], touch_normal)]
     if field.solid:
         # The first point over the footprint: an entry where g <= 0 there.
@@ -187,10 +200,66 @@ def _group(field, rays, direction, rows, lines, footprint, stretch):
     )
 
 
-def _surface_normal(field, rays, ray, t):
-    """The up-facing normal of the triangle under the ray at ``t``."""
-    U = rays.U0[ray] + t * rays.du[ray]
-    V = rays.V0[ray] + t * rays.dv[ray]
+def _sorted(ray, t):
+    """Breakpoints sorted by (ray, t), exact duplicates dropped."""
+    order = np.lexsort((t, ray))
+    ray, t = ray[order], t[order]
+    distinct = np.ones(len(ray), dtype=bool)
+    distinct[1:] = (ray[1:] != ray[:-1]) | (t[1:] != t[:-1])
+    return ray[distinct], t[distinct]
+
+
+def _bilinear_piece(field, rays, ray, ta, tb):
+    """The patch under the piece [ta, tb] of each ray (its cell from the piece's middle)
+    along it: g(ta + s) = g(ta) + g1 s + g2 s^2 (surfaces.test_bilinear), and (u, v at ta,
+    a, b, c) for its gradient."""
+    terrain = field._above
+    ny, nx = terrain.ny, terrain.nx
+    middle = 0.5 * (ta + tb)
+    U0, V0, du, dv = rays.U0[ray], rays.V0[ray], rays.du[ray], rays.dv[ray]
+    i = np.clip(np.floor(U0 + middle * du), 0, nx - 2)
+    j = np.clip(np.floor(V0 + middle * dv), 0, ny - 2)
+    k = (j * nx + i).astype(np.intp)
+    flat = terrain.flat
+    h00, h10, h01, h11 = flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1]
+    a, b, c = h10 - h00, h01 - h00, (h00 - h10) + (h11 - h01)
+    ua = U0 + ta * du - i
+    va = V0 + ta * dv - j
+    g1 = rays.dz[ray] - (a * du + b * dv + c * (ua * dv + va * du))
+    g2 = -c * du * dv
+    return g1, g2, (ua, va, a, b, c)
+
+
+def _bilinear_root(field, rays, ray, ta, tb, ga, ratio):
+    """Where the monotone quadratic piece reaches 0, as a fraction of [ta, tb]: the root
+    of the stable quadratic (surfaces.test_bilinear) within the piece, the one nearest the
+    linear estimate ``ratio`` (kept where rounding leaves none inside)."""
+    g1, g2, _ = _bilinear_piece(field, rays, ray, ta, tb)
+    length = tb - ta
+    discriminant = g1 * g1 - 4.0 * g2 * ga
+    q = -0.5 * (g1 + np.copysign(np.sqrt(np.maximum(discriminant, 0.0)), g1))
+    best = ratio
+    distance = np.full(len(ray), np.inf)
+    for root in (q / g2, ga / q):
+        fraction = root / length
+        usable = (fraction >= 0.0) & (fraction <= 1.0) & (discriminant >= 0.0)
+        closer = usable & (np.abs(fraction - ratio) < distance)
+        best = np.where(closer, fraction, best)
+        distance = np.where(closer, np.abs(fraction - ratio), distance)
+    return best
+
+
+def _surface_normal(field, rays, ray, ta, tb, t):
+    """The up-facing normal at ``t`` of the surface under the piece [ta, tb] of each ray
+    (its triangle, or its bilinear patch, from the piece's middle)."""
+    if field.surface == "BILINEAR":
+        _, _, (ua, va, a, b, c) = _bilinear_piece(field, rays, ray, ta, tb)
+        u = ua + (t - ta) * rays.du[ray]
+        v = va + (t - ta) * rays.dv[ray]
+        return field._normal(a + c * v, b + c * u)
+    middle = 0.5 * (ta + tb)
+    U = rays.U0[ray] + middle * rays.du[ray]
+    V = rays.V0[ray] + middle * rays.dv[ray]
     _, grad_u, grad_v, _, _ = surface_at(field._above, "TRIANGLES", U, V)
     return field._normal(grad_u, grad_v)
 

@@ -221,12 +221,6 @@ class Heightfield:
         return result.distance, normal, cell
 
     def _check_all_hits(self):
-        if self.surface == "BILINEAR":
-            raise ValueError(
-                "raycast_all supports surface TRIANGLES only: a BILINEAR patch is curved "
-                "inside each cell, so its crossings are not found from the breakpoints of "
-                "the ray over the grid (use raycast for its first hit)"
-            )
         if self.method != "EXACT":
             raise ValueError("raycast_all needs method EXACT (MARCH may miss crossings)")
 
@@ -235,7 +229,7 @@ class Heightfield:
         (x0, y0), (dx, dy) = self.origin, self.spacing
         rays = Rays(origin, direction, x0, y0, dx, dy)
         limit = np.broadcast_to(max_distance, rays.U0.shape)
-        if backend() == "numba":
+        if backend() == "numba" and self.surface == "TRIANGLES":  # BILINEAR: numpy only
             return self._compiled_crossings(rays, direction, limit)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             return crossings(self, rays, direction, limit)

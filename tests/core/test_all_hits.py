@@ -13,7 +13,13 @@ import pytest
 import reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_heightfield import _edge_profile, grid_triangles, grid_vertices, moller_trumbore
+from test_heightfield import (
+    _bilinear_height,
+    _edge_profile,
+    grid_triangles,
+    grid_vertices,
+    moller_trumbore,
+)
 
 from core import AllHits, Cylinder, Heightfield, Placed, Sphere, raycast, raycast_all
 
@@ -162,16 +168,73 @@ def test_placed_ellipsoid_mirrored_matches_mpmath_in_local_space():
 # -- terrains against every triangle ----------------------------------------------------------
 
 
-def terrain_all(args, solid, origin, direction, max_distance=np.inf, grow=0.0):
+def bilinear_crossings(args, solid, origin, unit, max_distance, samples=20001):
+    """Every crossing [(t, normal)] of a ray with the bilinear surface, sampled: g = z - h
+    (the patch's own formula, test_heightfield._bilinear_height) at ``samples`` points of the
+    ray's stretch over the footprint, each sign change refined by 80 bisections; the
+    normal from a finite-difference gradient of h there (up-facing; facing the ray for a
+    surface)."""
+    heights, spacing, origin_xy, _ = args
+    ny, nx = heights.shape
+    low = np.array(origin_xy, float)
+    high = low + np.array(spacing) * [nx - 1, ny - 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ta, tb = (low - origin[:2]) / unit[:2], (high - origin[:2]) / unit[:2]
+    inside_xy = (origin[:2] >= low) & (origin[:2] <= high)
+    enter = np.where(unit[:2] == 0, np.where(inside_xy, -np.inf, np.inf), np.minimum(ta, tb))
+    leave = np.where(unit[:2] == 0, np.where(inside_xy, np.inf, -np.inf), np.maximum(ta, tb))
+    start, end = max(enter.max(), 0.0), min(leave.min(), max_distance, 1e3)
+    if not start < end:
+        return []
+
+    def g(t):
+        p = origin + np.multiply.outer(t, unit)
+        return p[..., 2] - _bilinear_height(heights, spacing, origin_xy, p[..., 0], p[..., 1])
+
+    t = np.linspace(start, end, samples)
+    values = g(t)
+    change = np.flatnonzero((values[:-1] > 0) != (values[1:] > 0))
+    a, b = t[change], t[change + 1]
+    for _ in range(80):
+        middle = 0.5 * (a + b)
+        same = (g(middle) > 0) == (values[change] > 0)
+        a, b = np.where(same, middle, a), np.where(same, b, middle)
+    records = []
+    for root in 0.5 * (a + b):
+        p = origin + root * unit
+        e = 1e-7
+        slope = [
+            (
+                _bilinear_height(heights, spacing, origin_xy, *(p[:2] + e * axis))
+                - _bilinear_height(heights, spacing, origin_xy, *(p[:2] - e * axis))
+            )
+            / (2 * e)
+            for axis in np.eye(2)
+        ]
+        normal = np.array([-slope[0], -slope[1], 1.0])
+        normal /= np.linalg.norm(normal)
+        if not solid and normal @ unit > 0:
+            normal = -normal
+        records.append((root, normal))
+    return records
+
+
+def terrain_all(args, solid, origin, direction, max_distance=np.inf, grow=0.0, surface="TRIANGLES"):
     """Every crossing [(t, normal or None on an edge)] by brute force: each triangle hit
     (two-sided), hits within 1e-9 of each other merged (an edge); the solid adds an origin
     inside (0, normal None: -d) and the side walls where the ray passes them under the
     edge profile (entry against the ray, exit along it). ``grow`` widens each triangle
-    (Moller-Trumbore's barycentric limits): a closed surface, touched on its edges."""
+    (Moller-Trumbore's barycentric limits): a closed surface, touched on its edges.
+    ``surface="BILINEAR"``: the patches' crossings sampled (bilinear_crossings)."""
     heights, spacing, origin_xy, diagonals = args
     heights = np.asarray(heights, float)
     unit = np.asarray(direction, float) / np.linalg.norm(direction)
     origin = np.asarray(origin, float)
+    if surface == "BILINEAR":
+        return _with_walls(
+            args, solid, origin, unit, max_distance, None, None, None,
+            bilinear_crossings(args, solid, origin, unit, max_distance),
+        )  # fmt: skip
     vertices = grid_vertices(heights, spacing, origin_xy)
     triangles, _ = grid_triangles(heights.shape, diagonals)
     v0, v1, v2 = (vertices[triangles[:, k]] for k in range(3))
@@ -190,8 +253,16 @@ def terrain_all(args, solid, origin, direction, max_distance=np.inf, grow=0.0):
                 records[-1] = (records[-1][0], None)
             continue
         records.append((tk, normals[k]))
+    return _with_walls(args, solid, origin, unit, max_distance, v0, v1, v2, records)
+
+
+def _with_walls(args, solid, origin, unit, max_distance, v0, v1, v2, records):
+    """The solid's origin inside and side walls added to the surface's records (the
+    triangles v0, v1, v2 find the height under the origin; None: the bilinear patch)."""
     if not solid:
         return records
+    heights, spacing, origin_xy, _ = args
+    heights = np.asarray(heights, float)
     ny, nx = heights.shape
     low = np.array(origin_xy, float)
     high = low + np.array(spacing) * [nx - 1, ny - 1]
@@ -228,15 +299,19 @@ def terrain_all(args, solid, origin, direction, max_distance=np.inf, grow=0.0):
         if under:
             records.insert(0, (t_in, normal))
     if t_in <= 0:
-        vertical = moller_trumbore(
-            np.array([origin[0], origin[1], heights.max() + 10]),
-            np.array([0, 0, -1.0]),
-            v0,
-            v1,
-            v2,
-            1e-12,
-        )
-        if origin[2] <= heights.max() + 10 - vertical.min():
+        if v0 is None:
+            under = _bilinear_height(heights, spacing, origin_xy, origin[0], origin[1])
+        else:
+            vertical = moller_trumbore(
+                np.array([origin[0], origin[1], heights.max() + 10]),
+                np.array([0, 0, -1.0]),
+                v0,
+                v1,
+                v2,
+                1e-12,
+            )
+            under = heights.max() + 10 - vertical.min()
+        if origin[2] <= under:
             records.insert(0, (0.0, None))
     if t_out < np.inf and t_out <= max_distance:
         normal, under = side(t_out, 1.0)
@@ -334,11 +409,26 @@ def _world_corners(args, matrix):
     return [vertices[triangles[:, k]] for k in range(3)]
 
 
-def test_bilinear_is_refused_with_the_reason():
-    field = Heightfield(np.zeros((3, 3)), surface="BILINEAR")
-    with pytest.raises(ValueError, match="TRIANGLES only: a BILINEAR patch is curved"):
+@pytest.mark.parametrize("solid", [True, False])
+def test_bilinear_crossings_match_the_sampled_patches(solid):
+    rng = np.random.default_rng(51 + solid)
+    args = random_terrain(rng, 7, 8, False)
+    field = Heightfield(args[0], args[1], args[2], surface="BILINEAR", solid=solid)
+    origins, directions = terrain_rays(rng, args, 60)
+    hits = raycast_all(field, origins, directions)
+    for row in range(len(origins)):
+        unit = directions[row] / np.linalg.norm(directions[row])
+        expected = terrain_all(args, solid, origins[row], unit, surface="BILINEAR")
+        check_records(hits, row, expected, origins[row], directions[row], 1e3, 1e-6)
+    assert_sorted_and_first_is_raycast(field, origins, directions)
+    assert len(hits.ray) > 60
+
+
+def test_march_is_refused_with_the_reason():
+    field = Heightfield(np.zeros((3, 3)), method="MARCH")
+    with pytest.raises(ValueError, match="raycast_all needs method EXACT"):
         raycast_all(field, [0, 0, 1], [0, 0, -1])
-    with pytest.raises(ValueError, match="TRIANGLES only"):
+    with pytest.raises(ValueError, match="needs method EXACT"):
         raycast_all(Placed(field, np.eye(4)), [0, 0, 1], [0, 0, -1])
 
 
@@ -367,6 +457,10 @@ SHAPES = {
     "tube": Cylinder((0, 0, -1), (0.5, 1, 2), 1.0, capped=False),
     "terrain": Heightfield(HEIGHTS, (1.0, 1.5), (-1.5, -1.5), diagonals=[[0, 1, 0], [1, 0, 0]]),
     "surface": Heightfield(HEIGHTS, (1.0, 1.5), (-1.5, -1.5), solid=False),
+    "bilinear terrain": Heightfield(HEIGHTS, (1.0, 1.5), (-1.5, -1.5), surface="BILINEAR"),
+    "bilinear surface": Heightfield(
+        HEIGHTS, (1.0, 1.5), (-1.5, -1.5), surface="BILINEAR", solid=False
+    ),
 }
 MIRROR = np.array(
     [[-1.5, 0.2, 0.0, 0.5], [0.0, 0.75, 0.3, -1], [0.1, 0.0, 2.0, 0.25], [0, 0, 0, 1]]
