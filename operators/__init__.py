@@ -10,6 +10,7 @@ query.py       the operators: fire_ray, sphere_cast, clear_hits
 sightlines.py  lines of sight from one observer past several occluders (numpy + core)
 visibility_attributes.py  a terrain's visibility -> its mesh's point attributes
 visibility.py  the operator: visibility (what can be seen from the cursor on terrains)
+update_handlers.py  answers kept until the scene changes (forgotten on depsgraph updates)
 """
 
 from collections.abc import Callable

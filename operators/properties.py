@@ -3,7 +3,7 @@ so both declare each setting exactly once and the panel can copy its values acro
 
 from math import pi, radians
 
-from bpy.props import EnumProperty, FloatProperty, IntProperty
+from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, IntProperty
 
 PATTERN_ITEMS = (
     ("SINGLE", "Single", "One ray"),
@@ -173,4 +173,17 @@ def target_height_property():
         subtype="DISTANCE",
         unit="LENGTH",
         default=0.0,
+    )
+
+
+def point_property(name: str, description: str):
+    """A point in the scene (Origin, Start, End): a length vector, filled from the 3D cursor
+    when a call does not set it, so it is not remembered between calls (SKIP_SAVE)."""
+    return FloatVectorProperty(
+        name=name,
+        description=description,
+        subtype="TRANSLATION",
+        unit="LENGTH",
+        size=3,
+        options={"SKIP_SAVE"},
     )

@@ -63,13 +63,9 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
     bl_label = "Fire Ray"
     bl_options = {"REGISTER", "UNDO"}
 
-    origin: FloatVectorProperty(  # type: ignore[valid-type]
-        name="Origin",
-        description="Where the rays start (default: the 3D cursor)",
-        subtype="TRANSLATION",
-        unit="LENGTH",
-        size=3,
-        options={"SKIP_SAVE"},
+    origin: properties.point_property(  # type: ignore[valid-type]
+        "Origin",
+        "Where the rays start (default: the 3D cursor)",
     )
     direction: FloatVectorProperty(  # type: ignore[valid-type]
         name="Direction",
@@ -164,22 +160,14 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
     bl_label = "Sphere Cast"
     bl_options = {"REGISTER", "UNDO"}
 
-    start: FloatVectorProperty(  # type: ignore[valid-type]
-        name="Start",
-        description="Where the sphere's centre starts (default: the 3D cursor)",
-        subtype="TRANSLATION",
-        unit="LENGTH",
-        size=3,
-        options={"SKIP_SAVE"},
+    start: properties.point_property(  # type: ignore[valid-type]
+        "Start",
+        "Where the sphere's centre starts (default: the 3D cursor)",
     )
-    end: FloatVectorProperty(  # type: ignore[valid-type]
-        name="End",
-        description="Where the sphere's centre ends (default: Max Distance along "
+    end: properties.point_property(  # type: ignore[valid-type]
+        "End",
+        "Where the sphere's centre ends (default: Max Distance along "
         "the 3D cursor's -Z axis from the start)",
-        subtype="TRANSLATION",
-        unit="LENGTH",
-        size=3,
-        options={"SKIP_SAVE"},
     )
     radius: properties.cast_radius_property()  # type: ignore[valid-type]
     max_distance: properties.max_distance_property()  # type: ignore[valid-type]

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 import bpy
 import numpy as np
 from bpy.app.handlers import persistent
-from bpy.props import FloatVectorProperty
 
 from . import mapping, patterns, properties, sightlines, visibility_attributes
 from .query import query_targets, store_last_result
+from .update_handlers import forget_on_update, stop_forgetting
 
 if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the stubs
     from bpy.stub_internal.rna_enums import OperatorReturnItems
@@ -94,13 +94,9 @@ class GEOMETRY_QUERIES_OT_visibility(bpy.types.Operator):
     bl_label = "Visibility from Cursor"
     bl_options = {"REGISTER", "UNDO"}
 
-    origin: FloatVectorProperty(  # type: ignore[valid-type]
-        name="Origin",
-        description="Where the observer stands (default: the 3D cursor)",
-        subtype="TRANSLATION",
-        unit="LENGTH",
-        size=3,
-        options={"SKIP_SAVE"},
+    origin: properties.point_property(  # type: ignore[valid-type]
+        "Origin",
+        "Where the observer stands (default: the 3D cursor)",
     )
     observer_height: properties.observer_height_property()  # type: ignore[valid-type]
     target_height: properties.target_height_property()  # type: ignore[valid-type]
@@ -179,16 +175,11 @@ def shared_meshes(terrains) -> str | None:
 
 
 classes = (GEOMETRY_QUERIES_OT_visibility,)
-HANDLERS = (bpy.app.handlers.depsgraph_update_post, bpy.app.handlers.load_post)
 
 
 def register():
-    for handlers in HANDLERS:
-        handlers.append(forget_terrains)
+    forget_on_update(forget_terrains)
 
 
 def unregister():
-    for handlers in HANDLERS:
-        if forget_terrains in handlers:
-            handlers.remove(forget_terrains)
-    forget_terrains()
+    stop_forgetting(forget_terrains)

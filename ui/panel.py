@@ -17,6 +17,7 @@ from ..operators.properties import (
     SPHERE_CAST_SETTINGS,
     VISIBILITY_SETTINGS,
 )
+from ..operators.update_handlers import forget_on_update, stop_forgetting
 
 if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the stubs
     from bpy.stub_internal.rna_enums import RegionTypeItems, SpaceTypeItems
@@ -119,16 +120,11 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
 
 
 classes = (GEOMETRY_QUERIES_PT_main,)
-HANDLERS = (bpy.app.handlers.depsgraph_update_post, bpy.app.handlers.load_post)
 
 
 def register():
-    for handlers in HANDLERS:
-        handlers.append(forget_descriptions)
+    forget_on_update(forget_descriptions)
 
 
 def unregister():
-    for handlers in HANDLERS:
-        if forget_descriptions in handlers:
-            handlers.remove(forget_descriptions)
-    forget_descriptions()
+    stop_forgetting(forget_descriptions)
