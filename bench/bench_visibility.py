@@ -24,8 +24,10 @@ Target: the operator <= 2 s (warm and cold).
 
 import time
 
-import bpy  # noqa: E402
 import common  # noqa: F401  (sets BLENDER_USER_RESOURCES before bpy is imported)
+
+# isort: split
+import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 from mathutils import Vector  # noqa: E402
 

@@ -9,8 +9,10 @@ Not part of ``make bench`` (building the grid takes a while); run it by hand.
 
 import time
 
-import bpy  # noqa: E402
 import common  # noqa: F401  (sets BLENDER_USER_RESOURCES before bpy is imported)
+
+# isort: split
+import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 from mathutils import Vector  # noqa: E402
 
