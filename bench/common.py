@@ -3,7 +3,9 @@
 Every script sets BLENDER_USER_RESOURCES to a temporary directory before bpy is imported.
 """
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -11,7 +13,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
-os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="gq-bench-"))
+if "BLENDER_USER_RESOURCES" not in os.environ:
+    os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="gq-bench-")
+    atexit.register(shutil.rmtree, os.environ["BLENDER_USER_RESOURCES"], ignore_errors=True)
 
 import bpy  # noqa: E402, F401  (after BLENDER_USER_RESOURCES; makes bmesh and mathutils importable)
 import numpy as np  # noqa: E402
