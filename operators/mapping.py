@@ -613,6 +613,43 @@ def as_similarity(placed):
     return core.Placed(placed.shape, matrix)
 
 
+def as_cylinder_similarity(placed):
+    """``placed`` (a Placed Cylinder) with its matrix made exactly a rotation (or reflection)
+    times a scale uniform across the cylinder's axis and any along it, when it is one up to
+    the float32 noise of Blender's matrices: the images of the cylinder's frame (across,
+    across, along) are orthogonal and the two across have one length, within
+    ``SIMILARITY_TOLERANCE``. Core folds exactly such a placement into the cylinder for its
+    sphere casts. With F the frame as columns and L F = D S (D unit columns, S their
+    lengths), the snapped matrix is Q diag(a, a, b) F^T: Q the nearest orthogonal matrix to
+    D (polar decomposition), a = sqrt(S0 S1) and b = S2 snapped like the shape parameters.
+    Other placements are returned unchanged (core refuses them with a reason)."""
+    frame = np.column_stack(placed.shape.frame)
+    images = placed.matrix[:3, :3] @ frame
+    lengths = np.linalg.norm(images, axis=0)
+    directions = images / lengths
+    skew = np.abs(directions.T @ directions - np.eye(3)).max()
+    if abs(lengths[0] - lengths[1]) > SIMILARITY_TOLERANCE * lengths[:2].max() or (
+        skew > SIMILARITY_TOLERANCE
+    ):
+        return placed
+    left, _, right = np.linalg.svd(directions)
+    across = float(snapped(np.sqrt(lengths[0] * lengths[1]), float(lengths[:2].max())))
+    along = float(snapped(lengths[2], float(lengths[2])))
+    matrix = placed.matrix.copy()
+    matrix[:3, :3] = (left @ right) @ np.diag([across, across, along]) @ frame.T
+    return core.Placed(placed.shape, matrix)
+
+
+def as_cast_target(placed, kind: str):
+    """``placed`` ready for core's sphere casts: a sphere's or a cylinder's matrix snapped
+    as above (other kinds unchanged)."""
+    if kind == "SPHERE":
+        return as_similarity(placed)
+    if kind == "CYLINDER":
+        return as_cylinder_similarity(placed)
+    return placed
+
+
 # ---------------------------------------------------------------------------- instances
 # Objects in an instanced collection and geometry-nodes instances are targets at their
 # instance transforms: read from ``depsgraph.object_instances`` (whose items are valid only
