@@ -21,6 +21,8 @@ from blender_scenes import (
     unit,
     world_matrix,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mathutils import Matrix
 
 
@@ -246,3 +248,58 @@ def test_a_sheared_cylinder_is_refused(empty_scene):
     assert abs(world_matrix(cylinder)[0, 2]) == pytest.approx(0.5)
     select_only(cylinder)
     assert_cast_fails_and_changes_nothing(r"Cylinder: Sphere Cast .*\(this placement shears it\)")
+
+
+# The snapping helper itself, on float32-rounded placements.
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    quaternion=st.lists(st.floats(-1.0, 1.0), min_size=4, max_size=4).filter(
+        lambda q: np.linalg.norm(q) > 0.1
+    ),
+    axis=st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3).filter(
+        lambda a: np.linalg.norm(a) > 0.1
+    ),
+    across=st.sampled_from([0.25, 1.0, 1.5, 7.0]),
+    along=st.sampled_from([0.5, 1.0, 3.0, 40.0]),
+    capped=st.booleans(),
+)
+def test_cylinder_placements_snap_to_exact_ones_within_float32_noise(
+    addon, quaternion, axis, across, along, capped
+):
+    from geometry_queries.operators import mapping
+
+    w, x, y, z = unit(quaternion)
+    rotation = np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+    cylinder = mapping.core.Cylinder(-0.5 * unit(axis), 0.5 * unit(axis), 0.7, capped=capped)
+    frame = np.column_stack(cylinder.frame)
+    exact = np.eye(4)
+    exact[:3, :3] = rotation @ np.diag([across, across, along]) @ frame.T
+    exact[:3, 3] = (1.0, -2.0, 3.0)
+    blender = exact.astype(np.float32).astype(np.float64)  # what matrix_world holds
+    placed = mapping.core.Placed(cylinder, blender)
+    snapped = mapping.as_cylinder_similarity(placed)
+    np.testing.assert_allclose(snapped.matrix, exact, atol=1e-6 * max(across, along))
+    images = snapped.matrix[:3, :3] @ frame
+    lengths = np.linalg.norm(images, axis=0)
+    assert lengths == pytest.approx([across, across, along], rel=1e-14)  # round values exact
+    cast = mapping.core.sphere_cast(snapped, (1.0, -2.0, 3.0), (1.0, -2.0, 200.0), 0.1)
+    if capped:  # folded without complaint; the start is inside
+        assert cast.hit and cast.distance == 0.0
+
+    elliptic = blender.copy()
+    elliptic[:3, :3] = (
+        blender[:3, :3]
+        @ frame
+        @ np.diag([1.0 + 1e-4 * max(across, along) / across, 1.0, 1.0])
+        @ frame.T
+    )
+    not_similar = mapping.core.Placed(cylinder, elliptic)
+    assert mapping.as_cylinder_similarity(not_similar) is not_similar
