@@ -613,6 +613,47 @@ def as_similarity(placed):
     return core.Placed(placed.shape, matrix)
 
 
+def as_cylinder_similarity(placed):
+    """``placed`` (a Placed Cylinder) with its matrix made exactly a rotation (or reflection)
+    times a scale uniform across the cylinder's axis and any along it, when it is one up to
+    the float32 noise of Blender's matrices; core folds exactly such a placement into the
+    cylinder for its sphere casts. With F the cylinder's frame (across, across, along) as
+    columns and S the lengths of L F's columns, the nearest such matrix is
+    Q diag(a, a, b) F^T with a = sqrt(S0 S1), b = S2 and Q the rotation taking S closest to
+    L F (orthogonal Procrustes: the polar factor of L F S, which weights each direction by
+    its length, so a long axis keeps its direction). It is taken when no entry of it is more than
+    ``SIMILARITY_TOLERANCE`` x the largest scale off L (float32 rounds each entry by up to
+    6e-8 of the largest; a scale along the axis of 40 blurs a scale of 0.25 across it), with
+    a and b then snapped like the shape parameters. Other placements are returned unchanged
+    (core refuses them with a reason: an elliptic cross-section or a sheared axis)."""
+    frame = np.column_stack(placed.shape.frame)
+    linear = placed.matrix[:3, :3]
+    images = linear @ frame
+    lengths = np.linalg.norm(images, axis=0)
+    left, _, right = np.linalg.svd(images * lengths)  # Procrustes: Q S nearest L F
+    rotation = left @ right
+    across, along = np.sqrt(lengths[0] * lengths[1]), lengths[2]
+    nearest = rotation @ np.diag([across, across, along]) @ frame.T
+    largest = float(lengths.max())
+    if np.abs(nearest - linear).max() > SIMILARITY_TOLERANCE * largest:
+        return placed
+    noise = float(np.spacing(np.float32(largest)))  # one float32 ulp of the largest scale
+    across, along = (float(snapped(value, float(value), noise)) for value in (across, along))
+    matrix = placed.matrix.copy()
+    matrix[:3, :3] = rotation @ np.diag([across, across, along]) @ frame.T
+    return core.Placed(placed.shape, matrix)
+
+
+def as_cast_target(placed, kind: str):
+    """``placed`` ready for core's sphere casts: a sphere's or a cylinder's matrix snapped
+    as above (other kinds unchanged)."""
+    if kind == "SPHERE":
+        return as_similarity(placed)
+    if kind == "CYLINDER":
+        return as_cylinder_similarity(placed)
+    return placed
+
+
 # ---------------------------------------------------------------------------- instances
 # Objects in an instanced collection and geometry-nodes instances are targets at their
 # instance transforms: read from ``depsgraph.object_instances`` (whose items are valid only

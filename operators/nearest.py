@@ -62,8 +62,9 @@ def first_cast_contact(targets, start, end, radius):
     for index, target in enumerate(targets):
         try:
             cast = core.sphere_cast(target.shape, start, end, radius)
-        except ValueError as error:
-            raise ValueError(f"{target.name}: {error}") from None
+        except ValueError as error:  # core's reason, named after the operator and object
+            reason = str(error).replace("sphere_cast", "Sphere Cast")
+            raise ValueError(f"{target.name}: {reason}") from None
         if cast.hit and (best is None or cast.distance < best.distance):
             best = CastContact(
                 index,

@@ -154,7 +154,7 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
 
 class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
     """Move a sphere from a start to an end point and mark where it first touches one of the
-    selected objects (spheres so far)"""
+    selected spheres and cylinders (terrains not yet)"""
 
     bl_idname = "geometry_queries.sphere_cast"
     bl_label = "Sphere Cast"
@@ -195,13 +195,12 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
             targets = mapping.recognize_all(
                 query_targets(context), context.evaluated_depsgraph_get(), self.terrain_model
             )
-            unsupported = [f"{t.name} ({t.kind.lower()})" for t in targets if t.kind != "SPHERE"]
-            if unsupported:
+            terrains = [t.name for t in targets if t.kind == "TERRAIN"]
+            if terrains:
                 raise ValueError(
-                    "Sphere Cast supports sphere targets only so far; not yet: "
-                    + ", ".join(unsupported)
+                    "Sphere Cast does not support terrains yet: " + ", ".join(terrains)
                 )
-            targets = [replace(t, shape=mapping.as_similarity(t.shape)) for t in targets]
+            targets = [replace(t, shape=mapping.as_cast_target(t.shape, t.kind)) for t in targets]
             contact = nearest.first_cast_contact(targets, start, end, radius)
         except ValueError as error:
             self.report({"ERROR"}, str(error))
