@@ -109,8 +109,21 @@ def load(rows, i):
 def segment_ray(sx, sy, sz, ex, ey, ez, trim_fraction, dimension):
     """occlusion.segment_rays and the trim of occlusion._occluded_part for one segment: the
     ray from the trimmed start, its unit direction (the last axis for a zero-length
-    segment), the trimmed length to look along, and the segment's length."""
-    ux, uy, uz, length = scaled_unit(ex - sx, ey - sy, ez - sz)
+    segment), the trimmed length to look along, and the segment's length. Divided by the
+    scale and the length as segment_rays does (scaled_unit multiplies by reciprocals, which
+    agrees only to rounding), so both backends trim the same segment."""
+    dx, dy, dz = ex - sx, ey - sy, ez - sz
+    ax, ay, az = abs(dx), abs(dy), abs(dz)
+    scale = ax if ax > ay else ay
+    scale = scale if scale > az else az
+    if scale > 0.0:
+        dx, dy, dz = dx / scale, dy / scale, dz / scale
+    scaled_length = np.sqrt(dx * dx + dy * dy + dz * dz)
+    if scaled_length > 0.0:
+        ux, uy, uz = dx / scaled_length, dy / scaled_length, dz / scaled_length
+    else:
+        ux, uy, uz = dx, dy, dz
+    length = scaled_length * scale
     if length == 0.0:
         ux, uy, uz = 0.0, 0.0, 0.0
         if dimension == 3:

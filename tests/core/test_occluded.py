@@ -254,3 +254,31 @@ def test_compiled_analytic_kernels_equal_the_numpy_reference(name):
         assert np.array_equal(occluded(shape, starts, ends), expected)
         assert np.array_equal(occluded(shape, starts[:99], ends[:99]), expected[:99])
     assert expected.any() and not expected.all()
+
+
+def test_the_compiled_segment_is_the_numpy_segment_bit_for_bit():
+    """The kernels' trimmed segment (kernels.rays.segment_ray) is occlusion.segment_rays plus
+    the trim, to the last bit: both backends look along the same ray (a rounding
+    difference could turn a grazing line of sight around). Segments of every magnitude, in
+    3D and 2D (z = 0), and a zero-length one."""
+    pytest.importorskip("numba")
+    from core.kernels.rays import segment_ray
+    from core.occlusion import segment_rays
+
+    rng = np.random.default_rng(11)
+    scale = 10.0 ** rng.integers(-150, 150, (400, 1))
+    for dimension in (3, 2):
+        starts = rng.normal(size=(400, dimension)) * scale
+        ends = starts + rng.normal(size=(400, dimension)) * scale
+        ends[0] = starts[0]  # a zero-length segment
+        unit, length = segment_rays(starts, ends)
+        trim = ON_SEGMENT_END * length
+        origin = starts + trim[:, None] * unit
+        for i in range(len(starts)):
+            s, e = np.zeros(3), np.zeros(3)
+            s[:dimension], e[:dimension] = starts[i], ends[i]
+            got = segment_ray(*s, *e, ON_SEGMENT_END, dimension)
+            expected = (*origin[i], *unit[i], length[i] - 2.0 * trim[i], length[i])
+            if dimension == 2:  # the kernel's z (start z + trim * 0) and uz (0) beside them
+                expected = (*origin[i], 0.0, *unit[i], 0.0, length[i] - 2.0 * trim[i], length[i])
+            assert got == expected, i
