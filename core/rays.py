@@ -400,7 +400,6 @@ def sphere_cast(shape: Shape, starts: ArrayLike, ends: ArrayLike, radius: ArrayL
     if compiled is not None:
         hit, distance = np.empty(n, dtype=bool), np.empty(n)
         center, point, normal = (np.empty((n, 3)) for _ in range(3))
-        result = CastHits(np.empty(n, dtype=bool), np.empty(n), center, point, normal)
         bad = compiled(
             shape._kernel_arguments(),
             _placement(shape),
@@ -410,9 +409,7 @@ def sphere_cast(shape: Shape, starts: ArrayLike, ends: ArrayLike, radius: ArrayL
             (hit, distance, center, point, normal),
         )
         if bad:
-            as_rows("starts", raw_starts, dimension)
-            as_rows("ends", raw_ends, dimension)
-            raise RuntimeError("a compiled kernel reported a bad cast that the validation accepts")
+            _raise_first_bad_segment(raw_starts, raw_ends, dimension)
         center, point, normal = _in_dimension(dimension, center, point, normal)
         return _squeeze(CastHits(hit, distance, center, point, normal), single and single_end)
 
