@@ -96,17 +96,28 @@ class Placed:
                 self._placement = placement(self)
         return self._placement
 
-    def _intersect_components(self, origin, direction, max_distance):
+    def _local_rays(self, origin, direction):
+        """World rays (components, unit directions) in local space: origin, unit direction
+        and the stretch s = |L^-1 d| (a local distance is s times the world distance)."""
         inverse = self.inverse_linear
         relative = [o - t for o, t in zip(origin, self.translation)]
         local_origin = [linear_combination(row, relative) for row in inverse]
         local_direction = [linear_combination(row, direction) for row in inverse]
         stretch = np.sqrt(sum(x * x for x in local_direction))
-        local_unit = [x / stretch for x in local_direction]
+        return local_origin, [x / stretch for x in local_direction], stretch
+
+    def _world_normals(self, normal):
+        """Local normals back through L^-T (world component i is sum_j inverse[j, i] n_j),
+        re-normalized."""
+        world, _ = unit_components(
+            [linear_combination(column, normal) for column in self.inverse_linear.T]
+        )
+        return world
+
+    def _intersect_components(self, origin, direction, max_distance):
+        local_origin, local_unit, stretch = self._local_rays(origin, direction)
         found = component_kernel(self.shape)(local_origin, local_unit, max_distance * stretch)
-        # Normals back through L^-T: world component i is sum_j inverse[j, i] * n_j.
-        normal, _ = unit_components([linear_combination(column, found[1]) for column in inverse.T])
-        return (found[0] / stretch, normal) + tuple(found[2:])
+        return (found[0] / stretch, self._world_normals(found[1])) + tuple(found[2:])
 
     def _check_all_hits(self):
         inner_check = getattr(self.shape, "_check_all_hits", None)
@@ -116,17 +127,11 @@ class Placed:
     def _all_hits_components(self, origin, direction, max_distance):
         """raycast_all's records of the shape in local space, brought back to the world
         as the ray query's hits are."""
-        inverse = self.inverse_linear
-        relative = [o - t for o, t in zip(origin, self.translation)]
-        local_origin = [linear_combination(row, relative) for row in inverse]
-        local_direction = [linear_combination(row, direction) for row in inverse]
-        stretch = np.sqrt(sum(x * x for x in local_direction))
-        local_unit = [x / stretch for x in local_direction]
+        local_origin, local_unit, stretch = self._local_rays(origin, direction)
         records = self.shape._all_hits_components
         ray, distance, normal = records(local_origin, local_unit, max_distance * stretch)
         if len(ray):
-            world = [linear_combination(column, normal) for column in inverse.T]
-            normal, _ = unit_components(world)
+            normal = self._world_normals(normal)
         return ray, distance / stretch[ray], normal
 
     def _check_sphere_cast(self):
