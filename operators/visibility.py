@@ -55,12 +55,15 @@ def vertex_counts(obj, depsgraph) -> tuple[int, int]:
 
 
 def recognize_occluders(objects, depsgraph, terrain_model: str) -> list:
-    """mapping.recognize_all, with a word on modifiers that change a mesh's vertex count
-    when an object is not recognised (a Subdivision Surface makes a grid no lattice)."""
+    """Each object's targets, as mapping.recognize_all reads them (itself, or an instancer's
+    instances and its own mesh), one list per object, with a word on modifiers that change a
+    mesh's vertex count when an object is not recognised (a Subdivision Surface makes a
+    grid no lattice)."""
+    instances = mapping.read_instances(objects, depsgraph, terrain_model)
     recognized = []
     for obj in objects:
         try:
-            recognized.append(mapping.recognize(obj, depsgraph, terrain_model))
+            recognized.append(mapping.recognize_object(obj, depsgraph, terrain_model, instances))
         except ValueError as error:
             if obj.type == "MESH":
                 original, evaluated = vertex_counts(obj, depsgraph)
@@ -129,17 +132,24 @@ class GEOMETRY_QUERIES_OT_visibility(bpy.types.Operator):
             raise_by = patterns.finite_number("Target Height", self.target_height)
             objects = query_targets(context)
             depsgraph = context.evaluated_depsgraph_get()
-            occluders = recognize_occluders(objects, depsgraph, self.terrain_model)
-            terrains = [obj for obj, shape in zip(objects, occluders) if shape.kind == "TERRAIN"]
+            per_object = recognize_occluders(objects, depsgraph, self.terrain_model)
+            occluders = [target for targets in per_object for target in targets]
+            # The selected terrains get the answers; instanced ones (in no mesh of their
+            # own) only occlude.
+            own_terrains = [
+                (obj, target)
+                for obj, targets in zip(objects, per_object)
+                for target in targets
+                if target.name == obj.name and target.kind == "TERRAIN"
+            ]
+            terrains = [obj for obj, _ in own_terrains]
             for terrain in terrains:
                 check_vertex_count(terrain, depsgraph)
             shared = shared_meshes(terrains)
             if shared:
                 raise ValueError(shared)
             answers = []
-            for terrain, shape in zip(objects, occluders):
-                if shape.kind != "TERRAIN":
-                    continue
+            for terrain, shape in own_terrains:
                 points = sightlines.terrain_vertices(terrain.evaluated_get(depsgraph), shape)
                 points[:, 2] += raise_by
                 answers.append(sightlines.visible_from(observer, points, occluders))

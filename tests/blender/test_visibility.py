@@ -395,3 +395,27 @@ def test_undo_restores_the_mesh(empty_scene):
     assert "visible" not in mesh.attributes and "visibility" not in mesh.attributes
     bpy.ops.ed.redo()
     assert (visible_attribute(bpy.data.objects["Terrain"]) == first).all()
+
+
+def test_instanced_occluders_hide_what_the_objects_hide(empty_scene):
+    """An empty instancing a collection of the ball and the tower occludes exactly as the two
+    objects selected themselves (instances are targets, as for Fire Ray)."""
+    terrain, solids = hills_with_a_ball_and_a_tower()
+    ball, tower = (obj for obj, _ in solids)
+    bpy.ops.geometry_queries.visibility(origin=(1.7, -1.6, 0.4), observer_height=0.9)
+    direct = visible_attribute(terrain).copy()
+    assert 0 < direct.sum() < len(direct)
+
+    occluders = bpy.data.collections.new("Occluders")
+    for obj in (ball, tower):
+        for owner in obj.users_collection:
+            owner.objects.unlink(obj)
+        occluders.objects.link(obj)
+    empty = bpy.data.objects.new("Props", None)
+    empty.instance_type, empty.instance_collection = "COLLECTION", occluders
+    bpy.context.scene.collection.objects.link(empty)
+    bpy.context.view_layer.update()
+    select_only(terrain, empty)
+    bpy.ops.geometry_queries.visibility(origin=(1.7, -1.6, 0.4), observer_height=0.9)
+    assert (visible_attribute(terrain) == direct).all()
+    assert bpy.context.scene.geometry_queries.last_result.endswith("vertices on Terrain")
