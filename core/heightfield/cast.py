@@ -151,7 +151,7 @@ class _Geometry:
         self.nbx = -(-(self.nx - 1) // BLOCK)
         data = terrain._cast_data()
         self.block_max, self.cell_max = data["block_max"], data["cell_max"]
-        self.block_min, self.cell_min = data.get("block_min"), data.get("cell_min")
+        self.block_min, self.cell_min = data["block_min"], data["cell_min"]
         # The size of the coordinates near the terrain (for EARLY).
         self.scale = (
             max(abs(self.zmin), abs(self.zmax), self.dx, self.dy)
@@ -214,28 +214,29 @@ def _batches(counts, budget=PAIRS):
         begin = end
 
 
-def _z_range(cast, rows, low, high):
-    """Least and largest z of the centres of ``rows`` over [low, high], grown by R."""
-    za = cast.s[2][rows] + low * cast.u[2][rows]
-    zb = cast.s[2][rows] + high * cast.u[2][rows]
+def _box_entry(g, cast, rows, xa, xb, ya, yb, bottom, top, ta, tb):
+    """The part [enter, leave] of [ta, tb] where the centres of ``rows`` may be within R of
+    the pieces in the box [xa, xb] x [ya, yb] x [bottom, top] (a block's or a cell's; bottom
+    -inf where the solid's walls reach down): in the box grown by R and, for a finite box,
+    in the ball of radius R + half its diagonal around its middle (tighter for large R).
+    No contact with those pieces outside it."""
     R = cast.R[rows]
-    return np.minimum(za, zb) - R, np.maximum(za, zb) + R
-
-
-def _box_interval(geometry, cast, rows, xa, xb, ya, yb, ta, tb):
-    """The part of [ta, tb] where the centres of ``rows`` are within the xy rectangle
-    [xa, xb] x [ya, yb] grown by R."""
-    R = cast.R[rows]
-    ex, lx = _slab(cast.s[0][rows], cast.u[0][rows], xa - R, xb + R)
-    ey, ly = _slab(cast.s[1][rows], cast.u[1][rows], ya - R, yb + R)
-    return np.maximum(np.maximum(ex, ey), ta), np.minimum(np.minimum(lx, ly), tb)
-
-
-def _may_touch(geometry, z_low, z_high, top, bottom):
-    """The sphere's z range meets the heights [bottom, top] (the solid: below top)."""
-    if geometry.solid:
-        return z_low <= top
-    return (z_low <= top) & (z_high >= bottom)
+    s, u = [x[rows] for x in cast.s], [x[rows] for x in cast.u]
+    ex, lx = _slab(s[0], u[0], xa - R, xb + R)
+    ey, ly = _slab(s[1], u[1], ya - R, yb + R)
+    ez, lz = _slab(s[2], u[2], bottom - R, top + R)
+    enter = np.maximum(np.maximum(ex, ey), np.maximum(ez, ta))
+    leave = np.minimum(np.minimum(lx, ly), np.minimum(lz, tb))
+    bounded = bottom > -np.inf
+    half = [0.5 * (xb - xa), 0.5 * (yb - ya), np.where(bounded, 0.5 * (top - bottom), 0.0)]
+    reach = np.where(bounded, R + np.sqrt(_dot(half, half)), np.inf)  # unbounded: no ball
+    offset = [s[0] - (xa + half[0]), s[1] - (ya + half[1]), s[2] - (top - half[2])]
+    closest = -_dot(offset, u)
+    miss = [x + closest * y for x, y in zip(offset, u)]
+    spare = np.sqrt(reach * reach - _dot(miss, miss))  # NaN: the path misses the ball
+    enter = np.fmax(enter, closest - spare)
+    leave = np.fmin(leave, closest + spare)
+    return np.where(spare >= 0.0, enter, np.inf), leave
 
 
 def _walk(geometry, cast, rows, t0, t1, best, cell):
@@ -256,7 +257,9 @@ def _walk(geometry, cast, rows, t0, t1, best, cell):
 
 
 def _stretch(g, cast, rows, ta, tb, best, cell):
-    """Test the cells within R of the casts' path over [ta, tb] (module docstring)."""
+    """Test the cells within R of the casts' path over [ta, tb] (module docstring): blocks
+    and cells whose box (grown by R) the path meets in [ta, tb] before the best contact so
+    far, the cells of each cast in the order the path meets their boxes."""
     R = cast.R[rows]
     ca, cb = cast.at(rows, ta), cast.at(rows, tb)
     i_low, i_high = g.cell_range(
@@ -276,7 +279,8 @@ def _stretch(g, cast, rows, ta, tb, best, cell):
     first_i, first_j = bi * BLOCK, bj * BLOCK
     last_i = np.minimum(first_i + BLOCK, g.nx - 1)
     last_j = np.minimum(first_j + BLOCK, g.ny - 1)
-    low, high = _box_interval(
+    block = (bj * g.nbx + bi).astype(np.intp)
+    enter, leave = _box_entry(
         g,
         cast,
         cast_rows,
@@ -284,13 +288,12 @@ def _stretch(g, cast, rows, ta, tb, best, cell):
         g.x0 + last_i * g.dx,
         g.y0 + first_j * g.dy,
         g.y0 + last_j * g.dy,
+        g.block_min[block],
+        g.block_max[block],
         ta[owner],
         tb[owner],
     )
-    z_low, z_high = _z_range(cast, cast_rows, low, high)
-    block = (bj * g.nbx + bi).astype(np.intp)
-    bottom = None if g.solid else g.block_min[block]
-    keep = np.flatnonzero((low <= high) & _may_touch(g, z_low, z_high, g.block_max[block], bottom))
+    keep = np.flatnonzero((enter <= leave) & (enter <= best[cast_rows]))
     if not keep.size:
         return
     owner, first_i, first_j, last_i, last_j = (
@@ -310,7 +313,8 @@ def _stretch(g, cast, rows, ta, tb, best, cell):
         j = cj_low[sub] + k // wide[sub]
         which = owner[sub]
         cast_rows = rows[which]
-        low, high = _box_interval(
+        index = (j * (g.nx - 1) + i).astype(np.intp)
+        enter, leave = _box_entry(
             g,
             cast,
             cast_rows,
@@ -318,26 +322,40 @@ def _stretch(g, cast, rows, ta, tb, best, cell):
             g.x0 + (i + 1) * g.dx,
             g.y0 + j * g.dy,
             g.y0 + (j + 1) * g.dy,
+            g.cell_min[index],
+            g.cell_max[index],
             ta[which],
             tb[which],
         )
-        z_low, z_high = _z_range(cast, cast_rows, low, high)
-        index = (j * (g.nx - 1) + i).astype(np.intp)
-        bottom = None if g.solid else g.cell_min[index]
-        touch = (low <= high) & _may_touch(g, z_low, z_high, g.cell_max[index], bottom)
-        live = np.flatnonzero(touch)
-        if not live.size:
-            continue
-        cast_rows, index = cast_rows[live], index[live]
-        t = _entries(g, cast, cast_rows, i[live], j[live])
+        live = np.flatnonzero((enter <= leave) & (enter <= best[cast_rows]))
+        if live.size:
+            _test_cells(g, cast, cast_rows[live], i[live], j[live], enter[live], best, cell)
+
+
+def _test_cells(g, cast, rows, i, j, enter, best, cell):
+    """Test the pieces of cells (i, j) for the casts ``rows`` (grouped by cast), each cast's
+    cells in the order of ``enter`` (a lower bound of their contacts): its first cell, then
+    the next 3, 12, ... while their bound is at most the best contact found."""
+    order = np.lexsort((enter, rows))
+    rows, i, j, enter = rows[order], i[order], j[order], enter[order]
+    first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    rank = np.arange(rows.size) - np.repeat(first, np.diff(np.r_[first, rows.size]))
+    limit = 1
+    while rows.size:
+        now = rank < limit
+        take = np.flatnonzero(now)
+        t = _entries(g, cast, rows[take], i[take], j[take])
         found = np.flatnonzero(t < np.inf)
-        if not found.size:
-            continue
-        cast_rows, index, t = cast_rows[found], index[found], t[found]
-        before = best[cast_rows]
-        np.minimum.at(best, cast_rows, t)
-        won = (t == best[cast_rows]) & (t < before)
-        cell[cast_rows[won]] = index[won]
+        if found.size:
+            tested, t = rows[take[found]], t[found]
+            index = (j[take[found]] * (g.nx - 1) + i[take[found]]).astype(np.int64)
+            before = best[tested]
+            np.minimum.at(best, tested, t)
+            won = (t == best[tested]) & (t < before)
+            cell[tested[won]] = index[won]
+        rest = np.flatnonzero(~now & (enter <= best[rows]))
+        rows, i, j, enter, rank = (x[rest] for x in (rows, i, j, enter, rank))
+        limit *= 4
 
 
 class _Cell:

@@ -35,7 +35,7 @@ from ..backend import backend, kernels
 from ..shapes import as_choice, as_pair
 from .cast import sphere_cast_terrain
 from .crossings import crossings
-from .grid import Terrain, as_diagonals, as_heights, tolerances
+from .grid import BLOCK, Terrain, _block_reduce, as_diagonals, as_heights, tolerances
 from .march import march
 from .surfaces import surface_at, test_bilinear, test_triangles
 from .walk import Rays, Result, walk
@@ -242,17 +242,26 @@ class Heightfield:
 
     def _cast_data(self):
         """Per cell (flat, row-major over the (ny-1, nx-1) cells) and per block of BLOCK x
-        BLOCK cells the largest corner height plus the cell's tolerance (the walk's block
-        max), and for a surface the least minus it (from the mirror image)."""
+        BLOCK cells (as the walk's block max) the largest corner height plus the cell's
+        tolerance and the least minus it; for the solid the least is -inf on the
+        footprint's border, where the walls reach down."""
         if self._cast_arrays is None:
-            data = {
+            h = self.heights
+            tol = self._above.tol.reshape(h.shape)[:-1, :-1]
+            corner_min = np.minimum(
+                np.minimum(h[:-1, :-1], h[:-1, 1:]), np.minimum(h[1:, :-1], h[1:, 1:])
+            )
+            cell_min = corner_min - tol
+            block_min = _block_reduce(cell_min, BLOCK, np.minimum)
+            if self.solid:
+                for extremes in (cell_min, block_min):
+                    extremes[0] = extremes[-1] = extremes[:, 0] = extremes[:, -1] = -np.inf
+            self._cast_arrays = {
                 "cell_max": self._above._cell_tops().ravel(),
                 "block_max": self.hierarchy[0],
+                "cell_min": cell_min.ravel(),
+                "block_min": block_min.ravel(),
             }
-            if not self.solid:
-                data["cell_min"] = -self._mirror._cell_tops().ravel()
-                data["block_min"] = -self._mirror.hierarchy[0]
-            self._cast_arrays = data
         return self._cast_arrays
 
     def _fold(self, linear, translation):
