@@ -15,8 +15,10 @@ mpmath (50 digits) measures the contacts of far casts, where float64 cancels.
 import mpmath as mp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from core import Heightfield, sphere_cast
+from core import Heightfield, Placed, raycast, sphere_cast
 
 mp.mp.dps = 50
 
@@ -215,8 +217,8 @@ def mp_closest_on_triangle(p, a, b, c):
 
 
 def mp_distance_to_triangles(field, point, count=6):
-    """mpmath distance from ``point`` to the terrain's ``count`` nearest triangles (by
-    float64), enough where the nearest piece is a triangle."""
+    """mpmath distance from ``point`` (outside) to the terrain: its ``count`` nearest
+    triangles (by float64) and, for the solid, its walls."""
     a, b, c = triangles(field)
     closest = closest_on_triangles(np.asarray(point, float)[None], a, b, c)[0]
     order = np.argsort(np.linalg.norm(closest - point, axis=1))[:count]
@@ -227,6 +229,18 @@ def mp_distance_to_triangles(field, point, count=6):
         q = mp_closest_on_triangle(p, *corners)
         d = mp.sqrt(sum((x - y) ** 2 for x, y in zip(p, q)))
         best = d if best is None else min(best, d)
+    if field.solid:  # the walls and the vertical lines under the boundary vertices
+        strips, lines = wall_pieces(field)
+        for axis, plane, low, high, h_low, h_high in strips:
+            low, high, h_low, h_high = (mp.mpf(float(v)) for v in (low, high, h_low, h_high))
+            along = p[1 - axis]
+            top = h_low + (h_high - h_low) * (along - low) / (high - low)
+            if low <= along <= high and p[2] <= top:
+                best = min(best, abs(p[axis] - mp.mpf(float(plane))))
+        for x, y, h in lines:
+            x, y, h = (mp.mpf(float(v)) for v in (x, y, h))
+            dz = max(p[2] - h, mp.mpf(0))
+            best = min(best, mp.sqrt((p[0] - x) ** 2 + (p[1] - y) ** 2 + dz * dz))
     return best
 
 
@@ -342,3 +356,419 @@ def test_random_casts_satisfy_the_oracle(solid, reach):
     assert 30 < casts.hit.sum() < 150
     assert (casts.distance[casts.hit] > 0).sum() > 20
     check_casts(field, casts, starts, ends, reach)
+
+
+@pytest.mark.parametrize("solid", [True, False])
+def test_casts_along_grid_lines_parallel_to_axes_and_vertical(solid):
+    """Directions along the axes, from starts on grid lines and vertices; vertical casts
+    onto vertices, edges and faces."""
+    rng = np.random.default_rng(43)
+    field = random_terrain(rng, solid)
+    x, y = grid_points(field)
+    starts, ends = [], []
+    top = field.zmax + 2.0
+    for xi in x[::2]:
+        for yj in y[::2]:
+            for px, py in ((xi, yj), (xi + 0.3, yj), (xi, yj + 0.45)):
+                starts.append((px, py, top))
+                ends.append((px, py, field.zmin - 3.0))
+    for yj in y:
+        for z in (field.zmin - 0.5, 0.0, field.zmax - 0.2):
+            starts.append((x[0] - 2.0, yj, z))
+            ends.append((x[-1] + 2.0, yj, z))
+    for xi in x:
+        starts.append((xi, y[-1] + 2.0, 0.3))
+        ends.append((xi, y[0] - 2.0, 0.3))
+    starts, ends = np.array(starts), np.array(ends)
+    casts = sphere_cast(field, starts, ends, 0.25)
+    assert casts.hit.sum() > len(starts) // 2
+    check_casts(field, casts, starts, ends, 0.25)
+
+
+def test_closed_form_face_ridge_peak_and_valley():
+    # A tilted plane: z = 0.3 x - 0.2 y + 1 (every cell's triangles coplanar).
+    xs, ys = np.meshgrid(np.arange(5.0), np.arange(4.0))
+    plane = Heightfield(0.3 * xs - 0.2 * ys + 1.0)
+    normal = np.array([-0.3, 0.2, 1.0]) / np.linalg.norm([-0.3, 0.2, 1.0])
+    start, end = np.array([1.7, 1.2, 9.0]), np.array([2.3, 1.9, -5.0])
+    unit = (end - start) / np.linalg.norm(end - start)
+    on_plane = np.array([0.0, 0.0, 1.0])
+    expected = (normal @ (start - on_plane) - 0.5) / -(normal @ unit)
+    cast = sphere_cast(plane, start, end, 0.5)
+    assert cast.hit and abs(cast.distance - expected) < 1e-12
+    np.testing.assert_allclose(cast.normal, normal, atol=1e-12)
+    np.testing.assert_allclose(cast.point, cast.center - 0.5 * normal, atol=1e-12)
+
+    # A ridge along the grid line x = 2 (slopes 1 down either side): a vertical cast onto
+    # it meets the edge, the centre straight above it at R.
+    ridge = Heightfield(2.0 - np.abs(xs - 2.0))
+    cast = sphere_cast(ridge, [2.0, 1.5, 10.0], [2.0, 1.5, -10.0], 0.4)
+    assert abs(cast.distance - (10.0 - 2.0 - 0.4)) < 1e-12
+    np.testing.assert_allclose(cast.point, [2.0, 1.5, 2.0], atol=1e-12)
+    np.testing.assert_allclose(cast.normal, [0, 0, 1], atol=1e-12)
+
+    # A peak: one vertex raised by 3 (slopes of 3); a cast along x passing 0.3 over it
+    # enters the peak's ball (its edges and faces fall away steeply): centre R from it.
+    peak_heights = np.zeros((5, 5))
+    peak_heights[2, 2] = 3.0
+    peak = Heightfield(peak_heights)
+    R = 0.5
+    cast = sphere_cast(peak, [-5.0, 2.0, 3.3], [9.0, 2.0, 3.3], R)
+    expected = (2.0 + 5.0) - np.sqrt(R * R - 0.3 * 0.3)
+    assert abs(cast.distance - expected) < 1e-12
+    np.testing.assert_allclose(cast.point, [2, 2, 3], atol=1e-12)
+    np.testing.assert_allclose(cast.normal, (cast.center - [2, 2, 3]) / R, atol=1e-12)
+    # Straight down onto the peak.
+    cast = sphere_cast(peak, [2.0, 2.0, 10.0], [2.0, 2.0, 0.0], R)
+    assert abs(cast.distance - (10.0 - 3.0 - R)) < 1e-12
+    np.testing.assert_allclose(cast.point, [2, 2, 3], atol=1e-12)
+
+    # A valley (pit line) along y with slopes s: a vertical cast rests on both faces at
+    # z = R sqrt(1 + s^2), touching each R s / sqrt(1 + s^2) from the valley line.
+    s = 0.75
+    valley = Heightfield(s * np.abs(xs - 2.0))
+    cast = sphere_cast(valley, [2.0, 1.5, 10.0], [2.0, 1.5, -10.0], R)
+    assert abs(cast.distance - (10.0 - R * np.sqrt(1 + s * s))) < 1e-12
+    side = R * s / np.sqrt(1 + s * s)
+    assert abs(abs(cast.point[0] - 2.0) - side) < 1e-12 and abs(cast.point[1] - 1.5) < 1e-12
+    assert abs(cast.point[2] - s * side) < 1e-12
+
+
+@pytest.mark.parametrize("solid", [True, False])
+def test_grazing_a_flat_terrain_and_a_peak(solid):
+    flat = Heightfield(np.zeros((4, 4)), solid=solid)
+    R = 0.5
+    # Level with R above the surface: touches the boundary edge's capsule as its centre
+    # comes over it (x = 0), and a hair higher it never touches.
+    cast = sphere_cast(flat, [[-3.0, 1.5, R], [-3.0, 1.5, R + 1e-9]], [[9.0, 1.5, R]] * 2, R)
+    np.testing.assert_array_equal(cast.hit, [True, False])
+    assert abs(cast.distance[0] - 3.0) < 1e-12
+    np.testing.assert_allclose(cast.point[0], [0.0, 1.5, 0.0], atol=1e-12)
+    np.testing.assert_allclose(cast.normal[0], [0, 0, 1], atol=1e-12)
+    # Grazing the top of a peak: tangent to its ball.
+    heights = np.zeros((5, 5))
+    heights[2, 2] = 2.0
+    peak = Heightfield(heights, solid=solid)
+    cast = sphere_cast(peak, [[-3, 2, 2 + R], [-3, 2, 2 + R + 1e-9]], [[9, 2, 2 + R]] * 2, R)
+    np.testing.assert_array_equal(cast.hit, [True, False])
+    assert abs(cast.distance[0] - 5.0) < 1e-12
+    np.testing.assert_allclose(cast.point[0], [2, 2, 2], atol=1e-12)
+
+
+def test_walls_of_the_solid_versus_under_the_edge_of_the_surface():
+    heights = np.full((4, 5), 2.0)
+    solid, surface = Heightfield(heights), Heightfield(heights, solid=False)
+    R = 0.5
+    starts = np.array([[-4.0, 1.5, z] for z in (0.0, 1.2, 1.7, 2.3)])
+    ends = starts + [12.0, 0.0, 0.0]
+    # The solid: a wall at x = 0 under the edge (z = 2); the centre stops R before it.
+    cast = sphere_cast(solid, starts, ends, R)
+    assert cast.hit.all()
+    np.testing.assert_allclose(cast.distance[:3], [3.5] * 3, atol=1e-12)
+    np.testing.assert_allclose(cast.normal[:3], [[-1, 0, 0]] * 3, atol=1e-12)
+    np.testing.assert_allclose(cast.point[:3], [[0, 1.5, z] for z in (0, 1.2, 1.7)], atol=1e-12)
+    # Centre 0.3 above the edge: it meets the edge's capsule.
+    expected = 4.0 - np.sqrt(R * R - 0.3 * 0.3)
+    assert abs(cast.distance[3] - expected) < 1e-12
+    np.testing.assert_allclose(cast.point[3], [0, 1.5, 2.0], atol=1e-12)
+    # The surface: the first two pass under the sheet (2 - z > R), the third touches the
+    # edge's capsule from below (0.3 under it), the fourth from above, as the solid's.
+    cast = sphere_cast(surface, starts, ends, R)
+    np.testing.assert_array_equal(cast.hit, [False, False, True, True])
+    np.testing.assert_allclose(cast.distance[2:], [expected] * 2, atol=1e-12)
+    np.testing.assert_allclose(cast.point[2:], [[0, 1.5, 2]] * 2, atol=1e-12)
+    np.testing.assert_allclose(cast.normal[2:], (cast.center[2:] - [0, 1.5, 2]) / R, atol=1e-12)
+    assert cast.normal[2][2] < 0 < cast.normal[3][2]  # from below, from above
+    check_casts(surface, cast, starts, ends, R)
+    check_casts(solid, sphere_cast(solid, starts, ends, R), starts, ends, R)
+    # At the footprint's corner: the vertical line under the corner vertex.
+    # (The path y = x + 0.8 passes 0.57 from it, entering no wall's span first.)
+    corner = sphere_cast(solid, [-2.0, -1.2, 0.0], [2.0, 2.8, 0.0], 1.0)
+    assert corner.hit and corner.distance > 0
+    assert abs(np.hypot(*corner.center[:2]) - 1.0) < 1e-12  # R from the corner line
+    np.testing.assert_allclose(corner.point, [0, 0, 0], atol=1e-12)
+
+
+def test_casts_from_below_a_surface():
+    rng = np.random.default_rng(44)
+    field = random_terrain(rng, solid=False)
+    x, y = grid_points(field)
+    n = 60
+    starts = np.column_stack(
+        [rng.uniform(x[0], x[-1], n), rng.uniform(y[0], y[-1], n), np.full(n, field.zmin - 2)]
+    )
+    ends = starts + np.column_stack([rng.normal(0, 0.5, (n, 2)), np.full(n, 6.0)])
+    casts = sphere_cast(field, starts, ends, 0.3)
+    assert casts.hit.sum() > n * 0.8
+    assert (casts.normal[casts.hit][:, 2] < 0).all()  # facing down, toward the centre
+    check_casts(field, casts, starts, ends, 0.3)
+
+
+def test_starts_in_overlap():
+    heights = np.zeros((5, 6))
+    heights[2, 3] = 1.0
+    solid, surface = Heightfield(heights), Heightfield(heights, solid=False)
+    R = 0.5
+    # Above, within R of a face: the nearest point straight below, normal up.
+    cast = sphere_cast(solid, [0.6, 0.7, 0.3], [5, 4, 3], R)
+    assert cast.hit and cast.distance == 0
+    np.testing.assert_array_equal(cast.center, [0.6, 0.7, 0.3])
+    np.testing.assert_allclose(cast.point, [0.6, 0.7, 0.0], atol=1e-15)
+    np.testing.assert_allclose(cast.normal, [0, 0, 1], atol=1e-15)
+    # Within R of the peak's vertex (above it): point = the vertex.
+    start = np.array([3.0, 2.0, 1.3])
+    cast = sphere_cast(surface, start, start + [1, 0, 0], R)
+    assert cast.distance == 0
+    np.testing.assert_allclose(cast.point, [3, 2, 1], atol=1e-15)
+    np.testing.assert_allclose(cast.normal, (start - [3, 2, 1]) / np.linalg.norm(start - [3, 2, 1]))
+    # Inside the solid, nearer the wall x = 0 than the surface: the wall point, outward.
+    cast = sphere_cast(solid, [0.2, 1.5, -1.0], [3, 1.5, -1.0], R)
+    assert cast.distance == 0
+    np.testing.assert_allclose(cast.point, [0, 1.5, -1.0], atol=1e-15)
+    np.testing.assert_allclose(cast.normal, [-1, 0, 0], atol=1e-15)
+    # Deep inside, under the middle: the surface straight above.
+    cast = sphere_cast(solid, [1.5, 1.6, -0.3], [1.5, 1.6, 5], R)
+    np.testing.assert_allclose(cast.point, [1.5, 1.6, 0.0], atol=1e-15)
+    np.testing.assert_allclose(cast.normal, [0, 0, 1], atol=1e-15)
+    # Below the surface within R: point above, normal down (toward the start).
+    cast = sphere_cast(surface, [1.5, 1.6, -0.3], [1.5, 1.6, -5], R)
+    assert cast.distance == 0
+    np.testing.assert_allclose(cast.point, [1.5, 1.6, 0.0], atol=1e-15)
+    np.testing.assert_allclose(cast.normal, [0, 0, -1], atol=1e-15)
+    # Exactly on the surface: the surface's normal facing against the cast; the solid's
+    # outward normal.
+    for field, direction, expected in (
+        (surface, [0.3, 0, 1], [0, 0, -1]),
+        (surface, [0.3, 0, -1], [0, 0, 1]),
+        (solid, [0.3, 0, 1], [0, 0, 1]),
+        (solid, [0.3, 0, -1], [0, 0, 1]),
+    ):
+        cast = sphere_cast(field, [1.5, 1.6, 0.0], np.add([1.5, 1.6, 0.0], direction), R)
+        assert cast.hit and cast.distance == 0
+        np.testing.assert_array_equal(cast.point, [1.5, 1.6, 0.0])
+        np.testing.assert_allclose(cast.normal, expected, atol=1e-15)
+    # On the solid's wall: its outward normal.
+    cast = sphere_cast(solid, [5.0, 1.5, -2.0], [7.0, 1.5, -2.0], R)
+    np.testing.assert_allclose(cast.normal, [1, 0, 0], atol=1e-15)
+    np.testing.assert_allclose(cast.point, [5.0, 1.5, -2.0], atol=1e-15)
+
+
+@pytest.mark.parametrize("solid", [True, False])
+def test_random_starts_in_and_near_overlap(solid):
+    rng = np.random.default_rng(45)
+    field = random_terrain(rng, solid)
+    x, y = grid_points(field)
+    n = 120
+    xy = np.column_stack(
+        [rng.uniform(x[0] - 0.5, x[-1] + 0.5, n), rng.uniform(y[0] - 0.5, y[-1] + 0.5, n)]
+    )
+    z = oracle_height(field, np.clip(xy[:, 0], x[0], x[-1]), np.clip(xy[:, 1], y[0], y[-1]))
+    starts = np.column_stack([xy, z + rng.uniform(-0.8, 0.8, n)])
+    ends = starts + rng.normal(size=(n, 3))
+    casts = sphere_cast(field, starts, ends, 0.35)
+    assert (casts.distance == 0).sum() > n // 4
+    check_casts(field, casts, starts, ends, 0.35)
+
+
+def test_far_starts_are_exact_in_mpmath():
+    rng = np.random.default_rng(46)
+    for solid in (True, False):
+        field = random_terrain(rng, solid)
+        x, y = grid_points(field)
+        n = 20
+        targets = np.column_stack(
+            [rng.uniform(x[0], x[-1], n), rng.uniform(y[0], y[-1], n), np.full(n, field.zmin)]
+        )
+        away = rng.normal(size=(n, 3))
+        away[:, 2] = np.abs(away[:, 2]) + 0.5
+        away /= np.linalg.norm(away, axis=1)[:, None]
+        starts = targets + 1e4 * away
+        ends = targets - 2.0 * away
+        R = 0.6
+        casts = sphere_cast(field, starts, ends, R)
+        # (A surface may be passed under: a path entering the footprint below its edge.)
+        assert casts.hit.all() if solid else casts.hit.sum() > n - 4
+        for row in np.flatnonzero(casts.hit):
+            gap = mp_distance_to_triangles(field, casts.center[row]) - R
+            # The centre lies ~1e4 * 2^-53 from where float64 puts it: R to ~1e-12.
+            assert abs(gap) < 1e-11, f"row {row}: centre at R + {float(gap)}"
+        check_casts(field, casts, starts, ends, R, tolerance=1e-12, samples=100)
+
+
+@pytest.mark.parametrize("solid", [True, False])
+def test_zero_radius_equals_the_ray_clipped_to_the_segment(solid):
+    rng = np.random.default_rng(47)
+    field = random_terrain(rng, solid)
+    starts, ends = random_casts(rng, field, 300)
+    if solid:  # starts outside the solid (inside, a cast reports the nearest boundary)
+        outside = distance_to_terrain(field, starts) > 0
+        starts, ends = starts[outside], ends[outside]
+    casts = sphere_cast(field, starts, ends, 0.0)
+    length = np.linalg.norm(ends - starts, axis=1)
+    rays = raycast(field, starts, ends - starts, max_distance=length)
+    np.testing.assert_array_equal(casts.hit, rays.hit)
+    assert casts.hit.any() and not casts.hit.all()
+    # (Equal on the numpy backend; the compiled ray kernel rounds its own way.)
+    np.testing.assert_allclose(casts.distance[casts.hit], rays.distance[rays.hit], atol=1e-12)
+    np.testing.assert_allclose(casts.point[casts.hit], rays.point[rays.hit], atol=1e-12)
+    np.testing.assert_allclose(casts.normal[casts.hit], rays.normal[rays.hit], atol=1e-12)
+    np.testing.assert_array_equal(casts.center, casts.point)
+
+
+def test_zero_length_casts():
+    field = Heightfield(np.zeros((3, 3)))
+    starts = np.array([[1.0, 1.0, 0.4], [1.0, 1.0, 0.6], [1.0, 1.0, -3.0], [5.0, 1.0, 0.0]])
+    casts = sphere_cast(field, starts, starts, 0.5)
+    np.testing.assert_array_equal(casts.hit, [True, False, True, False])
+    np.testing.assert_array_equal(casts.distance[[0, 2]], [0, 0])
+    np.testing.assert_allclose(casts.point[0], [1, 1, 0])
+    surface = Heightfield(np.zeros((3, 3)), solid=False)
+    casts = sphere_cast(surface, starts, starts, 0.5)
+    np.testing.assert_array_equal(casts.hit, [True, False, False, False])
+    # On the surface with no direction: the up normal.
+    cast = sphere_cast(surface, [1.0, 1.0, 0.0], [1.0, 1.0, 0.0], 0.0)
+    assert cast.hit and cast.distance == 0
+    np.testing.assert_array_equal(cast.normal, [0, 0, 1])
+
+
+def test_diagonals_decide_the_contact():
+    """One cell, its corners (0, 0) and (1, 1) high and the others low: split along
+    (0,0)-(1,1) it is a ridge, along (1,0)-(0,1) a valley; a vertical cast over the middle
+    meets the ridge's edge, or rests in the valley."""
+    heights = np.array([[1.0, 0.0], [0.0, 1.0]])
+    R = 0.2
+    start, end = [0.5, 0.5, 5.0], [0.5, 0.5, -5.0]
+    ridge = sphere_cast(Heightfield(heights, diagonals=[[False]]), start, end, R)
+    valley = sphere_cast(Heightfield(heights, diagonals=[[True]]), start, end, R)
+    assert abs(ridge.distance - (5.0 - 1.0 - R)) < 1e-12
+    np.testing.assert_allclose(ridge.point, [0.5, 0.5, 1.0], atol=1e-12)
+    assert valley.distance > ridge.distance + 0.5
+    for flags in ([[False]], [[True]]):
+        field = Heightfield(heights, diagonals=flags)
+        casts = sphere_cast(field, [start], [end], R)
+        check_casts(field, casts, np.array([start]), np.array([end]), R)
+
+
+def rigid_check(field, matrix, casts, starts, ends, reach):
+    """check_casts for a terrain placed by the rigid ``matrix`` (a rotation, maybe with a
+    mirror): the casts and their results moved back into the terrain's frame, where the
+    oracle measures (a rigid motion keeps every distance)."""
+    rotation, translation = matrix[:3, :3], matrix[:3, 3]
+    assert np.allclose(rotation.T @ rotation, np.eye(3), atol=1e-12)
+
+    def local(points):
+        return (np.atleast_2d(points) - translation) @ rotation
+
+    moved = type(casts)(
+        hit=casts.hit,
+        distance=casts.distance,
+        center=local(casts.center),
+        point=local(casts.point),
+        normal=np.atleast_2d(casts.normal) @ rotation,
+    )
+    check_casts(field, moved, local(starts), local(ends), reach)
+
+
+def rotation_matrix(axis, angle):
+    axis = np.asarray(axis, float) / np.linalg.norm(axis)
+    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
+
+
+def test_placed_scale_folds_into_a_bigger_terrain_exactly():
+    rng = np.random.default_rng(48)
+    heights = rng.uniform(-1, 1, (6, 7))
+    flags = rng.uniform(size=(5, 6)) < 0.5
+    small = Heightfield(heights, spacing=(1.0, 1.5), origin=(0.5, -1.0), diagonals=flags)
+    big = Heightfield(heights * 10, spacing=(100.0, 150.0), origin=(50.0, -100.0), diagonals=flags)
+    placed = Placed(small, np.diag([100.0, 100.0, 10.0, 1.0]))
+    starts = rng.uniform([-100, -300, -20], [700, 800, 30], (200, 3))
+    ends = rng.uniform([0, -200, -15], [600, 700, 15], (200, 3))
+    expected = sphere_cast(big, starts, ends, 7.0)
+    found = sphere_cast(placed, starts, ends, 7.0)
+    assert expected.hit.sum() > 50
+    for name in ("hit", "distance", "center", "point", "normal"):
+        np.testing.assert_array_equal(getattr(found, name), getattr(expected, name), name)
+
+
+@pytest.mark.parametrize("solid", [True, False])
+def test_placed_mirror_keeps_the_solid_below_and_rotation_is_rigid(solid):
+    rng = np.random.default_rng(49)
+    field = random_terrain(rng, solid)
+    scale = np.diag([2.0, 0.5, 3.0])
+    scaled = Heightfield(
+        field.heights * 3.0,
+        spacing=(field.spacing[0] * 2.0, field.spacing[1] * 0.5),
+        origin=(field.origin[0] * 2.0, field.origin[1] * 0.5),
+        diagonals=field.diagonals,
+        solid=solid,
+    )
+    mirror = np.diag([-1.0, 1.0, 1.0])
+    for rotation in (mirror, rotation_matrix([0.3, -0.5, 0.8], 1.1) @ mirror):
+        rigid = np.eye(4)
+        rigid[:3, :3] = rotation
+        rigid[:3, 3] = [0.4, -2.0, 1.5]
+        matrix = rigid.copy()
+        matrix[:3, :3] = rotation @ scale
+        placed = Placed(field, matrix)
+        local_starts, local_ends = random_casts(rng, scaled, 120)
+        starts = local_starts @ rotation.T + rigid[:3, 3]
+        ends = local_ends @ rotation.T + rigid[:3, 3]
+        casts = sphere_cast(placed, starts, ends, 0.3)
+        assert casts.hit.sum() > 30
+        rigid_check(scaled, rigid, casts, starts, ends, 0.3)
+    # Mirrored in x: the solid stays below; mirrored in z: the solid is above, in the world.
+    for flip, inside in (([-1, 1, 1], [-1.0, 1.0, -0.7]), ([1, 1, -1], [1.0, 1.0, 0.7])):
+        placed = Placed(Heightfield(np.zeros((3, 3)), solid=solid), np.diag(flip + [1]))
+        cast = sphere_cast(placed, inside, np.multiply(inside, [1, 1, 3]), 0.5)
+        assert cast.hit == solid  # inside the solid: a hit at 0; a surface 0.7 away: none
+        if solid:
+            assert cast.distance == 0
+            np.testing.assert_allclose(cast.point, [inside[0], 1.0, 0.0], atol=1e-15)
+            np.testing.assert_allclose(cast.normal, [0, 0, flip[2]], atol=1e-15)
+
+
+def test_sheared_terrains_and_bilinear_or_march_are_refused():
+    field = Heightfield(np.zeros((3, 3)))
+    shear = np.eye(4)
+    shear[0, 1] = 0.5
+    with pytest.raises(ValueError, match="a sheared terrain is not a terrain"):
+        sphere_cast(Placed(field, shear), [0, 0, 5], [0, 0, -5], 0.1)
+    # A scale along axes other than the terrain's own (rotate, scale, rotate back).
+    turn = np.eye(4)
+    turn[:3, :3] = rotation_matrix([0, 0, 1], 0.5)
+    skew = turn @ np.diag([2.0, 1.0, 1.0, 1.0]) @ turn.T
+    with pytest.raises(ValueError, match="a sheared terrain is not a terrain"):
+        sphere_cast(Placed(field, skew), [0, 0, 5], [0, 0, -5], 0.1)
+    bilinear = Heightfield(np.zeros((3, 3)), surface="BILINEAR")
+    with pytest.raises(ValueError, match="TRIANGLES terrains.*bilinear patch has no closed"):
+        sphere_cast(bilinear, [0, 0, 5], [0, 0, -5], 0.1)
+    march = Heightfield(np.zeros((3, 3)), method="MARCH")
+    with pytest.raises(ValueError, match="method EXACT.*MARCH samples"):
+        sphere_cast(march, [0, 0, 5], [0, 0, -5], 0.1)
+    with pytest.raises(ValueError, match="method EXACT"):
+        sphere_cast(Placed(march, np.diag([2.0, 2, 2, 1])), [0, 0, 5], [0, 0, -5], 0.1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    solid=st.booleans(),
+    shape=st.tuples(st.integers(2, 5), st.integers(2, 5)),
+    reach=st.sampled_from([0.0, 0.01, 0.3, 1.0, 3.0]),
+    relief=st.sampled_from([0.0, 0.5, 3.0]),
+)
+def test_property_random_terrains_and_casts(seed, solid, shape, reach, relief):
+    rng = np.random.default_rng(seed)
+    heights = np.round(rng.uniform(-relief, relief, shape) * 8) / 8  # ties and flat parts
+    flags = rng.uniform(size=(shape[0] - 1, shape[1] - 1)) < 0.5
+    field = Heightfield(
+        heights, spacing=(0.8, 1.1), origin=(0.3, -0.2), diagonals=flags, solid=solid
+    )
+    starts, ends = random_casts(rng, field, 12, spread=2.0 + reach)
+    # Some casts straight down, some level, starting on grid lines.
+    starts[:3, :2] = np.round(starts[:3, :2])
+    ends[:3, :2] = starts[:3, :2]
+    ends[3:6, 2] = starts[3:6, 2]
+    casts = sphere_cast(field, starts, ends, reach)
+    check_casts(field, casts, starts, ends, reach, samples=100)
