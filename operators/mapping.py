@@ -644,14 +644,35 @@ def as_cylinder_similarity(placed):
     return core.Placed(placed.shape, matrix)
 
 
+def as_terrain_similarity(placed):
+    """``placed`` (a Placed Heightfield) with its matrix made exactly a rotation (or
+    reflection) times a scale along each of the terrain's local axes, when it is one up to
+    the float32 noise of Blender's matrices; core folds exactly such a placement into the
+    terrain's grid for its sphere casts. As for a cylinder, with the identity for the frame
+    and a scale of its own for each axis: Q diag(S) with S the lengths of L's columns and Q
+    the polar factor of L diag(S). Other placements (a shear) are returned unchanged; core
+    refuses them with a reason."""
+    linear = placed.matrix[:3, :3]
+    lengths = np.linalg.norm(linear, axis=0)
+    left, _, right = np.linalg.svd(linear * lengths)
+    rotation = left @ right
+    largest = float(lengths.max())
+    if np.abs(rotation * lengths - linear).max() > SIMILARITY_TOLERANCE * largest:
+        return placed
+    noise = float(np.spacing(np.float32(largest)))
+    lengths = [float(snapped(value, float(value), noise)) for value in lengths]
+    matrix = placed.matrix.copy()
+    matrix[:3, :3] = rotation * lengths
+    return core.Placed(placed.shape, matrix)
+
+
 def as_cast_target(placed, kind: str):
-    """``placed`` ready for core's sphere casts: a sphere's or a cylinder's matrix snapped
-    as above (other kinds unchanged)."""
+    """``placed`` ready for core's sphere casts: its matrix snapped as above."""
     if kind == "SPHERE":
         return as_similarity(placed)
     if kind == "CYLINDER":
         return as_cylinder_similarity(placed)
-    return placed
+    return as_terrain_similarity(placed)
 
 
 # ---------------------------------------------------------------------------- instances

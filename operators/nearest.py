@@ -46,31 +46,40 @@ def nearest_ray_hits(targets, origins, directions, max_distance) -> NearestHits:
 
 
 @dataclass
-class CastContact:
-    """The first contact of one sphere cast over all targets."""
+class NearestCasts:
+    """Per cast: the first contact over all targets (arrays of length N)."""
 
-    target: int  # index into the target list
-    distance: float  # centre travel from the start
-    center: np.ndarray  # (3,) centre of the moving sphere at contact
-    point: np.ndarray  # (3,) contact point on the target
-    normal: np.ndarray  # (3,) target normal at the contact
+    hit: np.ndarray  # (N,) bool
+    distance: np.ndarray  # (N,) centre travel from the start, inf where no contact
+    center: np.ndarray  # (N, 3) centre of the moving sphere at contact, NaN where none
+    point: np.ndarray  # (N, 3) contact point on the target, NaN where none
+    normal: np.ndarray  # (N, 3) target normal at the contact, NaN where none
+    target: np.ndarray  # (N,) int index into the target list, -1 where no contact
 
 
-def first_cast_contact(targets, start, end, radius):
-    """The nearest contact of a sphere of ``radius`` moving from start to end, or None."""
-    best = None
+def nearest_cast_contacts(targets, starts, ends, radius) -> NearestCasts:
+    """Cast a sphere of ``radius`` from each start to its end against every target; each
+    cast keeps its first contact (first target on ties)."""
+    count = len(starts)
+    best = NearestCasts(
+        hit=np.zeros(count, dtype=bool),
+        distance=np.full(count, np.inf),
+        center=np.full((count, 3), np.nan),
+        point=np.full((count, 3), np.nan),
+        normal=np.full((count, 3), np.nan),
+        target=np.full(count, -1, dtype=np.int64),
+    )
     for index, target in enumerate(targets):
         try:
-            cast = core.sphere_cast(target.shape, start, end, radius)
+            casts = core.sphere_cast(target.shape, starts, ends, radius)
         except ValueError as error:  # core's reason, named after the operator and object
             reason = str(error).replace("sphere_cast", "Sphere Cast")
             raise ValueError(f"{target.name}: {reason}") from None
-        if cast.hit and (best is None or cast.distance < best.distance):
-            best = CastContact(
-                index,
-                float(cast.distance),
-                np.asarray(cast.center),
-                np.asarray(cast.point),
-                np.asarray(cast.normal),
-            )
+        closer = casts.hit & (casts.distance < best.distance)
+        best.distance[closer] = casts.distance[closer]
+        best.center[closer] = casts.center[closer]
+        best.point[closer] = casts.point[closer]
+        best.normal[closer] = casts.normal[closer]
+        best.target[closer] = index
+    best.hit = best.target >= 0
     return best

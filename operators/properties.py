@@ -54,8 +54,18 @@ FIRE_RAY_SETTINGS = (
     "terrain_model",
 )
 # Settings the Sphere Cast button copies from the panel to the operator (the panel's
-# cast_radius goes to the operator's radius).
-SPHERE_CAST_SETTINGS = ("max_distance", "terrain_model")
+# cast_radius goes to the operator's radius; the pattern is the one the rays use).
+SPHERE_CAST_SETTINGS = (
+    "max_distance",
+    "pattern",
+    "fan_count",
+    "fan_angle",
+    "grid_rows",
+    "grid_columns",
+    "grid_width",
+    "output",
+    "terrain_model",
+)
 # Settings the Visibility button copies from the panel to the operator.
 VISIBILITY_SETTINGS = ("observer_height", "target_height", "terrain_model")
 

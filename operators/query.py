@@ -153,8 +153,8 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
 
 
 class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
-    """Move a sphere from a start to an end point and mark where it first touches one of the
-    selected spheres and cylinders (terrains not yet)"""
+    """Move a sphere from a start to an end point (or a fan or grid of such casts) and mark
+    where it first touches one of the selected spheres, cylinders and terrains"""
 
     bl_idname = "geometry_queries.sphere_cast"
     bl_label = "Sphere Cast"
@@ -171,6 +171,13 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
     )
     radius: properties.cast_radius_property()  # type: ignore[valid-type]
     max_distance: properties.max_distance_property()  # type: ignore[valid-type]
+    pattern: properties.pattern_property()  # type: ignore[valid-type]
+    fan_count: properties.fan_count_property()  # type: ignore[valid-type]
+    fan_angle: properties.fan_angle_property()  # type: ignore[valid-type]
+    grid_rows: properties.grid_rows_property()  # type: ignore[valid-type]
+    grid_columns: properties.grid_columns_property()  # type: ignore[valid-type]
+    grid_width: properties.grid_width_property()  # type: ignore[valid-type]
+    output: properties.output_property()  # type: ignore[valid-type]
     terrain_model: properties.terrain_model_property()  # type: ignore[valid-type]
 
     @classmethod
@@ -192,27 +199,48 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
                 raise ValueError(f"Radius must be more than 0, got {radius:g}")
             if (start == end).all():
                 raise ValueError("Start and End must differ (the cast needs a direction)")
+            # Every cast of a pattern is as long as End - Start (a fan's rays, a grid's rows).
+            starts, directions = patterns.ray_pattern(
+                self.pattern,
+                start,
+                end - start,
+                fan_count=self.fan_count,
+                fan_angle=self.fan_angle,
+                grid_rows=self.grid_rows,
+                grid_columns=self.grid_columns,
+                grid_width=self.grid_width,
+            )
+            ends = starts + np.linalg.norm(end - start) * directions
+            if self.pattern == "SINGLE":
+                ends = end[np.newaxis, :]  # exactly End, not a rounding of it
             targets = mapping.recognize_all(
                 query_targets(context), context.evaluated_depsgraph_get(), self.terrain_model
             )
-            terrains = [t.name for t in targets if t.kind == "TERRAIN"]
-            if terrains:
-                raise ValueError(
-                    "Sphere Cast does not support terrains yet: " + ", ".join(terrains)
-                )
             targets = [replace(t, shape=mapping.as_cast_target(t.shape, t.kind)) for t in targets]
-            contact = nearest.first_cast_contact(targets, start, end, radius)
+            casts = nearest.nearest_cast_contacts(targets, starts, ends, radius)
         except ValueError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
 
-        if contact is None:
+        names = [target.name for target in targets]
+        touching = int(np.count_nonzero(casts.hit))
+        if touching:
+            if results.resolve_output(self.output, touching) == "EMPTIES":
+                results.write_cast_markers(scene, casts, names, radius)
+            else:
+                results.write_hit_point_mesh(scene, casts, names, name="Cast Contacts")
+        if len(starts) == 1:
             message = "Sphere cast touches nothing between start and end"
         else:
-            name = targets[contact.target].name
-            results.write_cast_markers(scene, contact, name, self.radius)
+            message = f"{touching} of {len(starts)} sphere casts touch"
+        if touching:
+            cast = int(np.argmin(casts.distance))
+            distance = results.format_length(scene, casts.distance[cast])
+            first = f"{names[casts.target[cast]]} after {distance}"
             message = (
-                f"Sphere cast touches {name} after {results.format_length(scene, contact.distance)}"
+                f"Sphere cast touches {first}"
+                if len(starts) == 1
+                else f"{message}; nearest: {first}"
             )
         self.report({"INFO"}, message)
         store_last_result(context, message)

@@ -116,7 +116,8 @@ def write_hit_empties(scene, hits, target_names, size: float) -> list:
 
 
 def write_hit_point_mesh(scene, hits, target_names, name: str = "Ray Hits"):
-    """One mesh object whose vertices are the hits of ``hits``; returns the object."""
+    """One mesh object whose vertices are the hits of ``hits`` (a nearest.NearestHits, or a
+    NearestCasts: its contact points, with the centres as an attribute); returns it."""
     rows = np.flatnonzero(hits.hit)
     mesh = bpy.data.meshes.new(name)
     mesh[TAG] = "hits"
@@ -130,6 +131,9 @@ def write_hit_point_mesh(scene, hits, target_names, name: str = "Ray Hits"):
     distance.data.foreach_set("value", hits.distance[rows].astype(np.float32))  # type: ignore[attr-defined]
     target = mesh.attributes.new("target_index", "INT", "POINT")
     target.data.foreach_set("value", hits.target[rows].astype(np.int32))  # type: ignore[attr-defined]
+    if hasattr(hits, "center"):  # sphere casts: where the moving sphere's centre stopped
+        center = mesh.attributes.new("cast_center", "FLOAT_VECTOR", "POINT")
+        center.data.foreach_set("vector", hits.center[rows].astype(np.float32).ravel())  # type: ignore[attr-defined]
     mesh.update()
     point_cloud = bpy.data.objects.new(name, mesh)
     point_cloud[TAG] = "hits"
@@ -138,27 +142,25 @@ def write_hit_point_mesh(scene, hits, target_names, name: str = "Ray Hits"):
     return point_cloud
 
 
-def write_cast_markers(scene, contact, target_name: str, radius: float) -> list:
-    """Two empties for a sphere-cast contact: a sphere of the cast radius at the moving
-    centre, and an arrow along the target normal at the contact point."""
+def write_cast_markers(scene, casts, target_names, radius: float) -> list:
+    """Two empties per contact of ``casts`` (a nearest.NearestCasts): a sphere of the cast
+    radius at the moving centre, and an arrow along the target normal at the contact point."""
     collection = hits_collection(scene)
-    centre = new_marker(
-        collection, f"{target_name} cast centre", contact.center, contact.normal, "SPHERE", radius
-    )
-    point = new_marker(
-        collection,
-        f"{target_name} cast contact",
-        contact.point,
-        contact.normal,
-        "SINGLE_ARROW",
-        max(radius, 1e-3),
-    )
-    for marker, location in ((centre, contact.center), (point, contact.point)):
-        marker["distance"] = contact.distance
-        marker["target"] = target_name
-        marker["point"] = np.asarray(location, dtype=np.float64).tolist()
-        marker["normal"] = np.asarray(contact.normal, dtype=np.float64).tolist()
-    return [centre, point]
+    markers = []
+    for cast in np.flatnonzero(casts.hit):
+        target = target_names[casts.target[cast]]
+        center, point, normal = casts.center[cast], casts.point[cast], casts.normal[cast]
+        sphere = new_marker(collection, f"{target} cast centre", center, normal, "SPHERE", radius)
+        arrow = new_marker(
+            collection, f"{target} cast contact", point, normal, "SINGLE_ARROW", max(radius, 1e-3)
+        )
+        for marker, location in ((sphere, center), (arrow, point)):
+            marker["distance"] = float(casts.distance[cast])
+            marker["target"] = target
+            marker["point"] = location.tolist()
+            marker["normal"] = normal.tolist()
+        markers += [sphere, arrow]
+    return markers
 
 
 def scene_collections(scene) -> list:

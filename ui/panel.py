@@ -59,7 +59,7 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
         self.draw_targets(layout.box(), context)
 
         box = layout.box()
-        box.label(text="Rays", icon="LIGHT_SUN")
+        box.label(text="Rays and Sphere Casts", icon="LIGHT_SUN")
         column = box.column(align=True)
         column.prop(settings, "direction_source", text="")
         column.prop(settings, "max_distance")
@@ -80,8 +80,7 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
         for name in FIRE_RAY_SETTINGS:
             setattr(fire, name, getattr(settings, name))
 
-        box = layout.box()
-        box.label(text="Sphere Cast", icon="SPHERE")
+        # Casts take the same pattern, from the cursor along its -Z axis.
         box.prop(settings, "cast_radius")
         cast = box.operator("geometry_queries.sphere_cast", icon="SPHERE")
         cast.radius = settings.cast_radius

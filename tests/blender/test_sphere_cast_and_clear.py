@@ -4,7 +4,16 @@ removing exactly what the add-on created."""
 import bpy
 import numpy as np
 import pytest
-from blender_scenes import TAG, add_uv_sphere, created_markers, float32, select_only, snapshot, unit
+from blender_scenes import (
+    TAG,
+    add_uv_sphere,
+    created_markers,
+    created_point_meshes,
+    float32,
+    select_only,
+    snapshot,
+    unit,
+)
 
 
 def test_contact_on_rotated_translated_uniformly_scaled_sphere_is_exact(empty_scene):
@@ -169,3 +178,69 @@ def test_clear_hits_in_a_linked_copy_unlinks_the_shared_markers_only(empty_scene
     assert tagged_in(copy) == []
     assert tagged_in(original) == markers
     assert copy.geometry_queries.last_result == "Removed 3 objects"
+
+
+def sphere_contact_distance(start, unit_direction, centre, reach):
+    """Closed form: the first t with |start + t u - centre| = reach (None when never)."""
+    m = np.asarray(start, dtype=np.float64) - centre
+    b, c = m @ unit_direction, m @ m - reach * reach
+    if b * b - c < 0.0:
+        return None
+    t = -b - np.sqrt(b * b - c)
+    return max(t, 0.0)
+
+
+def test_a_fan_of_casts_marks_each_contact(empty_scene):
+    from geometry_queries.operators import patterns
+
+    sphere = add_uv_sphere(radius=2.0, location=(0.0, 0.0, -8.0))
+    select_only(sphere)
+    start, end, radius = np.array([0.0, 0.0, 0.0]), np.array([0.0, 0.0, -12.0]), 0.25
+    bpy.ops.geometry_queries.sphere_cast(
+        start=start, end=end, radius=radius, pattern="FAN", fan_count=7, fan_angle=0.5
+    )
+    # Independent directions: the same fan the rays use, around End - Start.
+    directions = patterns.fan_directions(np.array([0.0, 0.0, -1.0]), 7, 0.5)
+    expected = [
+        sphere_contact_distance(start, d, np.array([0.0, 0.0, -8.0]), 2.0 + radius)
+        for d in directions
+    ]
+    expected = sorted(t for t in expected if t is not None and t <= 12.0)
+    moving = [m for m in created_markers() if m.empty_display_type == "SPHERE"]
+    assert len(moving) == len(expected) == 7
+    np.testing.assert_allclose(sorted(m["distance"] for m in moving), expected, atol=1e-9)
+    assert empty_scene.geometry_queries.last_result.startswith("7 of 7 sphere casts touch")
+
+
+def test_a_grid_of_casts_writes_a_point_mesh_of_contacts(empty_scene):
+    sphere = add_uv_sphere(radius=1.0, location=(0.0, 0.0, -5.0))
+    select_only(sphere)
+    bpy.ops.geometry_queries.sphere_cast(
+        start=(0, 0, 0),
+        end=(0, 0, -10),
+        radius=0.5,
+        pattern="GRID",
+        grid_rows=9,
+        grid_columns=9,
+        grid_width=4.0,
+        output="POINT_MESH",
+    )
+    assert created_markers() == []
+    (cloud,) = created_point_meshes()
+    assert cloud.type == "MESH" and cloud.name == "Cast Contacts"
+    mesh = cloud.data
+    count = len(mesh.vertices)
+    points = np.empty(count * 3, dtype=np.float32)
+    centres = np.empty(count * 3, dtype=np.float32)
+    mesh.attributes["position"].data.foreach_get("vector", points)
+    mesh.attributes["cast_center"].data.foreach_get("vector", centres)
+    points, centres = points.reshape(-1, 3), centres.reshape(-1, 3)
+    # Parallel casts 0.5 apart over a 4 x 4 square: those passing within 1.5 of the axis.
+    offsets = np.linspace(-2.0, 2.0, 9)
+    assert count == int(np.count_nonzero(np.hypot(*np.meshgrid(offsets, offsets)) <= 1.5))
+    # Each contact point on the sphere, each centre 1.5 from its centre, point between them.
+    centre = np.array([0.0, 0.0, -5.0])
+    np.testing.assert_allclose(np.linalg.norm(points - centre, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(centres - centre, axis=1), 1.5, atol=1e-5)
+    np.testing.assert_allclose(centre + (centres - centre) / 1.5, points, atol=1e-5)
+    assert empty_scene.geometry_queries.last_result.startswith(f"{count} of 81 sphere casts touch")

@@ -1,6 +1,6 @@
 """Sphere Cast against Blender cylinders: capped (N-Gon caps) and open tubes, scaled along
 the axis and rotated, instanced; the nearest of several targets; and the targets it refuses
-(terrains, ellipsoids, elliptic and sheared cylinders) with the scene unchanged.
+(ellipsoids, elliptic and sheared cylinders) with the scene unchanged.
 
 References, sharing no code with the add-on: the Minkowski-sum contact solved by hand for
 axis-aligned cylinders, and for any placement an exact point-to-cylinder distance: the
@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from blender_scenes import (
     add_cylinder,
-    add_displaced_grid,
     add_uv_sphere,
     created_markers,
     float32,
@@ -212,13 +211,6 @@ def assert_cast_fails_and_changes_nothing(message):
         bpy.ops.geometry_queries.sphere_cast(start=(0, 0, 6), end=(0, 0, -6), radius=0.5)
     assert snapshot() == before
     assert created_markers() == []
-
-
-def test_a_terrain_is_refused(empty_scene):
-    select_only(add_cylinder(location=(0, 0, 3)), add_displaced_grid())
-    assert_cast_fails_and_changes_nothing(
-        r"^Error: Sphere Cast does not support terrains yet: Terrain"
-    )
 
 
 def test_an_ellipsoid_is_refused(empty_scene):
