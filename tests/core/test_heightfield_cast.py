@@ -844,6 +844,7 @@ def test_traversal_finds_what_testing_every_cell_finds(solid):
     high = np.array([x[-1] + 5, y[-1] + 5, field.zmax + 3])
     n = 150
     starts, ends = rng.uniform(low, high, (n, 3)), rng.uniform(low, high, (n, 3))
+    ends[::2, 2] = starts[::2, 2] + rng.normal(0, 1.0, n // 2)  # shallow ones, many stretches
     reach = rng.choice([0.05, 0.5, 3.0], n)
     with use("numpy"):
         casts = sphere_cast(field, starts, ends, reach)
@@ -859,5 +860,5 @@ def test_traversal_finds_what_testing_every_cell_finds(solid):
     every = entries.min(axis=1)
     every[every > length] = np.inf
     moving = casts.distance != 0  # (starts in overlap are decided before any walk)
-    assert casts.hit[moving].sum() > 50
+    assert casts.hit[moving].sum() > 40
     np.testing.assert_allclose(casts.distance[moving], every[moving], rtol=1e-12, atol=0)
