@@ -704,34 +704,68 @@ def _near_box(g, cast, reach):
 
 
 def _nearest_around(g, cast, rows, reach, nearest, point, normal):
-    """The nearest point of T to the starts ``rows`` among the cells within ``reach`` of
-    them (in xy, culled by height), into nearest, point and normal."""
+    """The nearest point of T to the starts ``rows`` among the pieces within ``reach`` of
+    them, into nearest, point and normal: the blocks, then the cells, of the box around
+    each start whose box of pieces (heights from least to largest; the solid's border:
+    down to -inf) is within reach, so a start deep inside the solid looks at the few cells
+    near the surface above it, not at every cell within its depth."""
     s = [x[rows] for x in cast.s]
     r = reach[rows]
     i_low, i_high = g.cell_range(s[0] - r, s[0] + r, g.x0, g.dx, g.nx - 1)
     j_low, j_high = g.cell_range(s[1] - r, s[1] + r, g.y0, g.dy, g.ny - 1)
-    wide = i_high - i_low + 1
-    counts = (wide * (j_high - j_low + 1)).astype(np.int64)
+    bi_low, bi_high = np.floor(i_low / BLOCK), np.floor(i_high / BLOCK)
+    bj_low, bj_high = np.floor(j_low / BLOCK), np.floor(j_high / BLOCK)
+    across = bi_high - bi_low + 1
+    counts = (across * (bj_high - bj_low + 1)).astype(np.int64)
     for part in _batches(counts):
-        sub, k = _expand(counts[part])
-        sub = sub + part.start
-        i = i_low[sub] + k % wide[sub]
-        j = j_low[sub] + k // wide[sub]
-        index = (j * (g.nx - 1) + i).astype(np.intp)
-        z = s[2][sub]
-        keep = g.cell_max[index] >= z - r[sub]
-        if not g.solid:
-            keep &= g.cell_min[index] <= z + r[sub]
-        keep = np.flatnonzero(keep)
-        sub, i, j = sub[keep], i[keep], j[keep]
-        if not sub.size:
-            continue
-        q = [x[sub] for x in s]
-        found, distance, piece_normal = _nearest(g, i, j, q)
-        owner = rows[sub]
-        before = nearest[owner]
-        np.minimum.at(nearest, owner, distance)
-        won = np.flatnonzero((distance == nearest[owner]) & (distance < before))
-        for a in range(3):
-            point[a][owner[won]] = found[a][won]
-            normal[a][owner[won]] = piece_normal[a][won]
+        owner, k = _expand(counts[part])
+        owner = owner + part.start
+        bi = bi_low[owner] + k % across[owner]
+        bj = bj_low[owner] + k // across[owner]
+        first_i, first_j = bi * BLOCK, bj * BLOCK
+        last_i = np.minimum(first_i + BLOCK, g.nx - 1)
+        last_j = np.minimum(first_j + BLOCK, g.ny - 1)
+        block = (bj * g.nbx + bi).astype(np.intp)
+        near = _box_gap(
+            g, s, owner, first_i, last_i, first_j, last_j, g.block_min[block], g.block_max[block]
+        )
+        keep = np.flatnonzero(near <= r[owner])
+        owner, first_i, first_j, last_i, last_j = (
+            x[keep] for x in (owner, first_i, first_j, last_i, last_j)
+        )
+        ci_low = np.maximum(first_i, i_low[owner])
+        ci_high = np.minimum(last_i - 1, i_high[owner])
+        cj_low = np.maximum(first_j, j_low[owner])
+        cj_high = np.minimum(last_j - 1, j_high[owner])
+        wide = ci_high - ci_low + 1
+        cell_counts = (wide * (cj_high - cj_low + 1)).astype(np.int64)
+        for cells in _batches(cell_counts):
+            sub, k = _expand(cell_counts[cells])
+            sub = sub + cells.start
+            i = ci_low[sub] + k % wide[sub]
+            j = cj_low[sub] + k // wide[sub]
+            which = owner[sub]
+            index = (j * (g.nx - 1) + i).astype(np.intp)
+            near = _box_gap(g, s, which, i, i + 1, j, j + 1, g.cell_min[index], g.cell_max[index])
+            keep = np.flatnonzero(near <= r[which])
+            which, i, j = which[keep], i[keep], j[keep]
+            if not which.size:
+                continue
+            found, distance, piece_normal = _nearest(g, i, j, [x[which] for x in s])
+            starts = rows[which]
+            before = nearest[starts]
+            np.minimum.at(nearest, starts, distance)
+            won = np.flatnonzero((distance == nearest[starts]) & (distance < before))
+            for a in range(3):
+                point[a][starts[won]] = found[a][won]
+                normal[a][starts[won]] = piece_normal[a][won]
+
+
+def _box_gap(g, s, which, i_low, i_high, j_low, j_high, bottom, top):
+    """Distance from the starts s[which] to the boxes of cells [i_low, i_high] x [j_low,
+    j_high] between heights bottom and top (a lower bound of their pieces' distance)."""
+    x, y, z = (c[which] for c in s)
+    gap_x = np.maximum(np.maximum(g.x0 + i_low * g.dx - x, x - (g.x0 + i_high * g.dx)), 0.0)
+    gap_y = np.maximum(np.maximum(g.y0 + j_low * g.dy - y, y - (g.y0 + j_high * g.dy)), 0.0)
+    gap_z = np.maximum(np.maximum(bottom - z, z - top), 0.0)
+    return np.sqrt(gap_x * gap_x + gap_y * gap_y + gap_z * gap_z)
