@@ -274,6 +274,7 @@ def _stretch(g, cast, rows, ta, tb, best, cell):
     j_low, j_high = g.cell_range(
         np.minimum(ca[1], cb[1]) - R, np.maximum(ca[1], cb[1]) + R, g.y0, g.dy, g.ny - 1
     )
+    box = (i_low, i_high, j_low, j_high)
     # Blocks meeting the box, culled by the block max (min).
     bi_low, bi_high = np.floor(i_low / BLOCK), np.floor(i_high / BLOCK)
     bj_low, bj_high = np.floor(j_low / BLOCK), np.floor(j_high / BLOCK)
@@ -302,10 +303,33 @@ def _stretch(g, cast, rows, ta, tb, best, cell):
     keep = np.flatnonzero((enter <= leave) & (enter <= best[cast_rows]))
     if not keep.size:
         return
-    owner, first_i, first_j, last_i, last_j = (
-        x[keep] for x in (owner, first_i, first_j, last_i, last_j)
-    )
-    # The cells of each block within the box.
+    # Each cast's blocks in the order of their bound: the first, then 3, 12, ... more,
+    # skipping those whose bound passed the best contact found meanwhile.
+    owner, enter = owner[keep], enter[keep]
+    blocks = np.stack([first_i[keep], first_j[keep], last_i[keep], last_j[keep]])
+    order = np.lexsort((enter, owner))
+    owner, enter, blocks = owner[order], enter[order], blocks[:, order]
+    rank = _rank(owner)
+    limit = 1
+    while owner.size:
+        now = np.flatnonzero(rank < limit)
+        _test_blocks(g, cast, rows, ta, tb, owner[now], blocks[:, now], best, cell, box)
+        rest = np.flatnonzero((rank >= limit) & (enter <= best[rows[owner]]))
+        owner, enter, blocks, rank = owner[rest], enter[rest], blocks[:, rest], rank[rest]
+        limit *= 4
+
+
+def _rank(owner):
+    """Each entry's position within its run of equal (sorted) owners."""
+    first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    return np.arange(owner.size) - np.repeat(first, np.diff(np.r_[first, owner.size]))
+
+
+def _test_blocks(g, cast, rows, ta, tb, owner, blocks, best, cell, box):
+    """Test the cells of the blocks (first i, first j, last i, last j) within each cast's
+    box (i_low, i_high, j_low, j_high), culled as the blocks were."""
+    first_i, first_j, last_i, last_j = blocks
+    i_low, i_high, j_low, j_high = box
     ci_low = np.maximum(first_i, i_low[owner])
     ci_high = np.minimum(last_i - 1, i_high[owner])
     cj_low = np.maximum(first_j, j_low[owner])
@@ -344,8 +368,7 @@ def _test_cells(g, cast, rows, i, j, enter, best, cell):
     the next 3, 12, ... while their bound is at most the best contact found."""
     order = np.lexsort((enter, rows))
     rows, i, j, enter = rows[order], i[order], j[order], enter[order]
-    first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    rank = np.arange(rows.size) - np.repeat(first, np.diff(np.r_[first, rows.size]))
+    rank = _rank(rows)
     limit = 1
     while rows.size:
         now = rank < limit
