@@ -43,9 +43,9 @@ solid's border cells: down to -inf, for the walls), so the centre can touch them
 inside that box grown by R and, for a bounded box, inside the ball of radius R + half its
 diagonal around its middle: a slab and a sphere interval of t, whose start bounds every
 contact with those pieces from below. Blocks, then cells, whose interval misses [ta, tb]
-or starts after the best contact so far are skipped; each cast tests its remaining cells in
-the order of that bound (the first, then 3 more, 12 more, ...), skipping those whose bound
-passed the best contact. A contact found at or before tb is the first: a piece not yet
+or starts after the best contact so far are skipped; each cast takes its remaining blocks,
+and their cells, in the order of that bound (the first, then 3 more, 12 more, ...), skipping
+those whose bound passed the best contact found meanwhile. A contact found at or before tb is the first: a piece not yet
 tested is farther than R in xy from the path before tb. Every entry found is a real
 contact, so the answer is the least of them whatever the stretches (both backends may cut
 them differently).
