@@ -45,10 +45,10 @@ diagonal around its middle: a slab and a sphere interval of t, whose start bound
 contact with those pieces from below. Blocks, then cells, whose interval misses [ta, tb]
 or starts after the best contact so far are skipped; each cast takes its remaining blocks,
 and their cells, in the order of that bound (the first, then 3 more, 12 more, ...), skipping
-those whose bound passed the best contact found meanwhile. A contact found at or before tb is the first: a piece not yet
-tested is farther than R in xy from the path before tb. Every entry found is a real
-contact, so the answer is the least of them whatever the stretches (both backends may cut
-them differently).
+those whose bound passed the best contact found meanwhile. A contact found at or before tb
+is the first: a piece not yet tested is farther than R in xy from the path before tb. Every
+entry found is a real contact, so the answer is the least of them whatever the stretches
+(both backends may cut them differently).
 """
 
 from __future__ import annotations
@@ -124,8 +124,8 @@ def sphere_cast_terrain(terrain, start, direction, radius, length):
 
 
 class _Casts:
-    """The casts of one call, per row: start s, unit (or zero) direction u, radius R,
-    segment length, and the scale of the numbers involved (for EARLY)."""
+    """The casts of one call, per row: start s, unit (or zero) direction u and its length
+    (speed: 1, or 0 for a zero-length cast), radius R and segment length."""
 
     def __init__(self, start, direction, radius, length):
         self.s = [np.asarray(x, dtype=np.float64) for x in start]
