@@ -21,6 +21,14 @@ NAN = np.nan
 BLOCK = 256  # rays per block: its rows stay in the L1 cache
 
 
+def helper(function):
+    """A compiled function that only kernels call, never Python: compiled once per argument
+    types, without the wrappers that would let Python call it (they cost ~20 ms of compile
+    each, more for a tuple of arrays) and not cached itself (the kernels calling it are,
+    with its code inside). LLVM may still inline it into the kernel."""
+    return njit(no_cpython_wrapper=True, no_cfunc_wrapper=True, error_model="numpy")(function)
+
+
 def placement(placed=None):
     """The kernels' view of a Placed wrapper: (inverse linear, translation, linear, uniform
     scale or 0), as 3D arrays (a 2D placement is embedded with z unchanged); None when not
