@@ -324,7 +324,7 @@ def _coherent_order(arguments, placement, origins, start, stop):
     return order
 
 
-@njit(inline="always")
+@helper
 def _prefetch_ray(
     origins, directions, row, placement, x0, y0, dx, dy, nx, ny, zmin, top, heights, nodes,
     inner_at, inner_stride,
@@ -734,7 +734,10 @@ def _raycast_ordered(arguments, placement, origins, directions, max_distance, ou
         np.empty((count, 3)),
         np.empty((count, 2), dtype=np.int64),
     )
-    first = start - start  # 0, not the literal 0 (a literal would compile _trace again)
+    # 0 and False, not the literals (a literal is a type of its own: _trace would compile
+    # again for it, rather than be the one raycast and occluded call from Python)
+    first = start - start
+    any_hit = start > stop
     bad = _trace(
         arguments,
         placement,
@@ -744,7 +747,7 @@ def _raycast_ordered(arguments, placement, origins, directions, max_distance, ou
         results,
         first,
         count,
-        False,
+        any_hit,
     )
     for k in range(count):
         row = order[k]
