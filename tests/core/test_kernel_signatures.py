@@ -6,6 +6,8 @@ for the terrain walk). The drivers hand the kernels one form of everything; this
 for every query on every shape, with inputs in every form a caller may use."""
 
 import inspect
+import os
+import subprocess
 import sys
 
 import numba
@@ -177,3 +179,37 @@ def test_placement_helper_gives_one_type_for_every_placed_shape():
             numba.typeof(np.eye(3)),
             numba.float64,
         ]
+
+
+def test_the_ordered_terrain_kernel_calls_the_one_compiled_walk(tmp_path):
+    """On a large terrain raycast runs _raycast_ordered, which calls the walk (_trace) that
+    raycast and occluded call from Python: with the arguments' own types, no literal, so
+    the walk compiles once. Checked in a new process with an empty cache (a cached
+    _raycast_ordered holds its own copy of the walk and would compile nothing)."""
+    code = f"""
+import sys
+import numpy as np
+from core import Heightfield, occluded, raycast
+from core.backend import kernels, set_cache_dir, use
+set_cache_dir({str(tmp_path)!r})
+with use("numba"):
+    module = kernels("heightfield")
+    side = int(np.ceil(np.sqrt(module.SORT_MIN_CELLS)))
+    x = np.linspace(0, 40, side)
+    field = Heightfield(np.sin(x)[None, :] * np.cos(x)[:, None])
+    many = 4 * module.SORT_MIN_RAYS
+    rng = np.random.default_rng(1)
+    origins = np.column_stack([rng.uniform(0, side - 1, (many, 2)), np.full(many, 5.0)])
+    directions = np.column_stack([rng.normal(0, 0.3, (many, 2)), -np.ones(many)])
+    hits = raycast(field, origins, directions)
+    occluded(field, origins, origins + 10 * directions)
+    raycast(field, origins[:10], directions[:10])
+    print(hits.hit.sum(), len(module._raycast_ordered.signatures), len(module._trace.signatures))
+"""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root)
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    hits, ordered, walks = map(int, run.stdout.split())
+    assert hits > 0 and ordered == 1
+    assert walks == 1
