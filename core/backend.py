@@ -9,10 +9,13 @@ How a shape plugs in (core/kernels/sphere.py is a complete example):
 
 * The shape class sets ``kernel_module = "<name>"``: the module ``core/kernels/<name>.py``,
   imported by :func:`kernels` the first time a query on such a shape runs on the numba
-  backend, never at import of ``core``. Each kernel compiles on its first call
-  (``@njit(cache=True, nogil=True)``, float64, no fastmath), each query on its own.
-* ``shape._kernel_arguments()`` returns the shape's parameters as a tuple (floats, float64
-  arrays) that the module's kernels take first.
+  backend, never at import of ``core``. Each kernel compiles on its first call, each query
+  on its own (float64, no fastmath).
+* ``shape._kernel_arguments()`` returns the shape's parameters as a tuple (floats, ints,
+  bools, float64 arrays) that the module's kernels take first. Its element types must not
+  depend on how the shape was made (an int where a float was, a read-only array where a
+  writable one was: each is a new compile), e.g. every array a read-only view
+  (kernels/heightfield.py's ``_read_only``).
 * The module defines a function per query it supports, a loop over the rays
   ``range(start, stop)`` that returns how many of them were bad (non-finite input or a zero
   direction; core/rays.py then lets the numpy validation name the first one):
@@ -34,6 +37,31 @@ How a shape plugs in (core/kernels/sphere.py is a complete example):
   (``NUMBA_NUM_THREADS``, default: all cores), the kernels releasing the GIL. Threads of our
   own rather than ``parallel=True``/``prange``: a prange loop costs 1.5-2 s more to compile
   on first use (measured), it recompiles every helper for the parallel target.
+
+First use: compiling is most of it (targets: <= 2 s for the first query of a kind in a fresh
+process, <= 0.3 s once the kernel is cached; bench/bench_first_use.py measures every kind).
+numba compiles a function again for every new combination of argument types, and its time
+goes mostly into its own Python passes (typing, lowering), about in proportion to the code
+it sees. Every kernel follows these rules:
+
+* Entry points (the functions :func:`kernel` calls) are ``@njit(cache=True, nogil=True,
+  error_model="numpy")`` and receive exactly what the drivers pass: rays and per-ray values
+  as float64, C-contiguous, writable arrays (core/rays.py's ``_kernel_array`` copies
+  anything else), ``out`` as fresh arrays, placement None or kernels.rays.placement's
+  tuple. tests/core/test_kernel_signatures.py checks that every cached kernel compiled one
+  signature per kind of placement, for inputs in every form a caller may use.
+* Everything else a kernel calls is a ``@helper`` (kernels/rays.py): no Python wrappers, not
+  cached on its own, inlined by LLVM. Not ``inline="always"`` (numba re-processes the
+  callee at every call site: the cylinder's raycast took 2.4 s instead of 1.6 s) and not
+  ``@njit(cache=True)`` (wrappers and a cache entry each). A helper has no Python wrapper:
+  calling one from Python crashes; call it from an ``@njit`` function.
+* A kernel calling a compiled function with a literal (``0``, ``False``) compiles it for
+  that literal's own type: pass a variable computed at run time (see heightfield.py's
+  ``_raycast_ordered``), or let Python choose between kernels (heightfield.py's
+  ``raycast``), so that one query compiles only what it runs.
+* numpy functions are compiled from numba's own implementations, per argument types, on
+  first use: each ``np.empty`` signature ~0.1 s, ``np.zeros`` ~0.2 s, ``np.sort`` ~1.5 s.
+  Allocate few, alike arrays, and measure a new kernel with bench/bench_first_use.py.
 """
 
 from __future__ import annotations

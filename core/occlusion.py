@@ -66,7 +66,7 @@ def occluded(shape: Shape, starts: ArrayLike, ends: ArrayLike) -> np.ndarray:
             _placement(shape),
             _in_3d(starts),
             _in_3d(ends),
-            np.array([ON_SEGMENT_END]),
+            np.array([ON_SEGMENT_END]),  # (1,) float64, as a scalar max_distance
             (blocked,),
         )
         if bad:

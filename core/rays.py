@@ -147,7 +147,8 @@ def as_rows(
 
 
 def as_per_row(name: str, value, n: int, allow_inf: bool = False) -> np.ndarray:
-    """A scalar or (N,) array of non-negative numbers, broadcast to (N,) float64."""
+    """A scalar or (N,) array of non-negative numbers, broadcast to (N,) float64 (an (N,)
+    array is returned as it is: the queries only read it)."""
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
@@ -162,7 +163,7 @@ def as_per_row(name: str, value, n: int, allow_inf: bool = False) -> np.ndarray:
             raise ValueError(f"{name} must be a non-negative number, got {float(array)}")
         row = _first_bad_row(bad)
         raise ValueError(f"{name} row {row} must be a non-negative number, got {array[row]}")
-    return np.broadcast_to(array, (n,))
+    return array if array.ndim == 1 else np.broadcast_to(array, (n,))
 
 
 def check_same_length(first_name, first, second_name, second):
@@ -235,10 +236,19 @@ def _placement(shape):
     return placement() if get is None else get()
 
 
+def _kernel_array(array: np.ndarray) -> np.ndarray:
+    """``array`` as the kernels take every array of rays or values: float64, C-contiguous
+    and writable (copied only when it is not). numba compiles a kernel once per argument
+    types, and a read-only or strided array is a type of its own (core/backend.py)."""
+    if array.flags.c_contiguous and array.flags.writeable and array.dtype == np.float64:
+        return array
+    return np.array(array, dtype=np.float64, order="C")
+
+
 def _in_3d(rows: np.ndarray) -> np.ndarray:
     """(N, 3) rows for the kernels, which work in 3D: 2D rows get z = 0."""
     if rows.shape[1] == 3:
-        return rows
+        return _kernel_array(rows)
     padded = np.zeros((len(rows), 3))
     padded[:, :2] = rows
     return padded
@@ -254,8 +264,8 @@ def _in_dimension(dimension: int, *arrays):
 def _per_row_values(values: np.ndarray) -> np.ndarray:
     """A broadcast scalar as one value, per-row values as they are: kernels read either."""
     if values.ndim == 1 and len(values) and values.strides[0] == 0:
-        return np.ascontiguousarray(values[:1])
-    return np.ascontiguousarray(values)
+        return np.array(values[:1])
+    return _kernel_array(values)
 
 
 def _raise_first_bad_ray(origins, directions, dimension):

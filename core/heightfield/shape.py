@@ -358,8 +358,10 @@ class Heightfield:
             float(self._edge_slack[1]),
             self.solid,
         )
+        # Fresh writable copies, whether broadcast or not: one type for the kernel, which
+        # compiles once (core/backend.py).
         arrays = tuple(
-            np.ascontiguousarray(np.broadcast_to(a, rays.U0.shape), dtype=np.float64)
+            np.array(np.broadcast_to(a, rays.U0.shape), dtype=np.float64)
             for a in (rays.U0, rays.V0, rays.oz, rays.du, rays.dv, rays.dz, *direction, limit)
         )
         ray_arrays, limit = arrays[:9], arrays[9]

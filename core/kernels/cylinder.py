@@ -14,6 +14,7 @@ from .rays import (
     BLOCK,
     INF,
     finite,
+    helper,
     keep_hit,
     load,
     normal_to_world,
@@ -28,7 +29,7 @@ from .rays import (
 )
 
 
-@njit(inline="always", error_model="numpy")
+@helper
 def ray_cylinder(p0, frame, height, radius, capped, ox, oy, oz, ux, uy, uz):
     """Distance and normal of one ray (unit direction) against the cylinder: the outward
     normal of the solid, or for the tube the wall's normal facing the ray."""
@@ -40,7 +41,7 @@ def ray_cylinder(p0, frame, height, radius, capped, ox, oy, oz, ux, uy, uz):
     return (t, *transform_transposed(frame, hit_x * radial_scale, hit_y * radial_scale, cap))
 
 
-@njit(inline="always", error_model="numpy")
+@helper
 def hit_in_frame(height, radius, capped, x0, y0, z0, dx, dy, dz):
     """In the cylinder's frame: the distance, the factor that turns the hit point's (x, y)
     into the radial normal (0 through a cap) and the normal's axis component (0 on the

@@ -35,6 +35,7 @@ from .rays import (
     INF,
     NAN,
     finite,
+    helper,
     normal_to_world,
     scaled_unit,
     segment_blocked,
@@ -85,27 +86,27 @@ _prefetch: Any = intrinsic(_prefetch_intrinsic)  # called as _prefetch(array, in
 
 # numpy's NaN semantics, where a NaN may reach: np.minimum/np.maximum propagate it,
 # np.fmin/np.fmax ignore it.
-@njit(cache=True, error_model="numpy")
+@helper
 def _minimum(a, b):
     return a if (a <= b or a != a) else b
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _maximum(a, b):
     return a if (a >= b or a != a) else b
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _fmin(a, b):
     return a if (a <= b or b != b) else b
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _fmax(a, b):
     return a if (a >= b or b != b) else b
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _node_index(count, stride, size, U, V):
     """Index of the padded node at grid point (U, V) in a level of ``count`` nodes (see
     grid.Terrain.hierarchy and walk.node_tops); a point off the level (or NaN) clips as numpy's
@@ -120,7 +121,7 @@ def _node_index(count, stride, size, U, V):
     return int(k)
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _slab(p0, dp, lo, hi, slack):
     """Interval of t where p0 + t dp lies in [lo, hi] (shape._slab)."""
     inverse = 1.0 / dp
@@ -133,7 +134,7 @@ def _slab(p0, dp, lo, hi, slack):
     return _minimum(ta, tb), _maximum(ta, tb)
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _clip_solid(U0, V0, oz, du, dv, dz, limit, nx, ny, zmin, top, slack_x, slack_y):
     """(t0, t1, face) of Heightfield._clip: the stretch in the footprint box under the
     top, and the face entered (0 origin inside, 1 x wall, 2 y wall, 3 top)."""
@@ -164,7 +165,7 @@ def _clip_solid(U0, V0, oz, du, dv, dz, limit, nx, ny, zmin, top, slack_x, slack
     return t0, t1, face
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _surface_height(h00, h10, h01, h11, anti, bilinear, u, v):
     """Height at (u, v) of a cell (surfaces.surface_at): the bilinear patch, or the
     triangle holding the point (split along u + v = 1 where ``anti``)."""
@@ -186,7 +187,7 @@ def _surface_height(h00, h10, h01, h11, anti, bilinear, u, v):
     return c1 + a1 * u + b1 * v
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _cell_tolerance(h00, h10, h01, h11, spacing):
     """The cell's touching tolerance, 2^-40 of its largest |corner height| or the largest
     spacing (grid.tolerances, from the corners at hand: no table to read)."""
@@ -194,7 +195,7 @@ def _cell_tolerance(h00, h10, h01, h11, spacing):
     return max(magnitude, spacing) * 2.0**-40
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _piece_root(g_start, g_end, start, end, tol, touch_at_start):
     """First point of [start, end] where the linear g is within tol of the surface or
     below it, inf where none (surfaces._piece_root)."""
@@ -207,7 +208,7 @@ def _piece_root(g_start, g_end, start, end, tol, touch_at_start):
     return INF
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _cell_triangles(h00, h10, h01, h11, tol, anti, a, i, j, U0, V0, oz, du, dv, dz, ta, tb):
     """(hit, t, grad_u, grad_v) of cell (i, j)'s two triangles on [ta, tb]: corner heights
     h00 ... h11, the cell's tolerance, split along u + v = 1 if ``anti`` (``a`` 1.0, else
@@ -249,7 +250,7 @@ def _cell_triangles(h00, h10, h01, h11, tol, anti, a, i, j, U0, V0, oz, du, dv, 
     return True, ta + distance, grad_u, grad_v
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _cell_bilinear(h00, h10, h01, h11, tol, i, j, U0, V0, oz, du, dv, dz, ta, tb):
     """(hit, t, grad_u, grad_v) of cell (i, j)'s bilinear patch on [ta, tb]
     (surfaces.test_bilinear, expression for expression)."""
@@ -288,7 +289,7 @@ def _cell_bilinear(h00, h10, h01, h11, tol, i, j, U0, V0, oz, du, dv, dz, ta, tb
     return True, ta + distance, a + c * v, b + c * u
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _coherent_order(arguments, placement, origins, start, stop):
     """Rays start ... stop - 1 in the order of the block their origin lies over (a
     counting sort): rays traced one after another then read the same heights and
@@ -323,7 +324,7 @@ def _coherent_order(arguments, placement, origins, start, stop):
     return order
 
 
-@njit(inline="always")
+@helper
 def _prefetch_ray(
     origins, directions, row, placement, x0, y0, dx, dy, nx, ny, zmin, top, heights, nodes,
     inner_at, inner_stride,
@@ -661,14 +662,14 @@ def arguments(field):
         float(field._edge_slack[1]),
         _joined([hierarchy[0] for hierarchy in hierarchies]),
         _joined([nodes for _, nodes, _ in levels]),
-        np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64),
-        counts,
-        np.array([stride for _, _, stride in levels], dtype=np.int64),
+        _read_only(np.concatenate(([0], np.cumsum(counts)[:-1])), np.int64),
+        _read_only(counts, np.int64),
+        _read_only([stride for _, _, stride in levels], np.int64),
         _read_only([size for size, _, _ in levels]),
-        reach_first,
-        reach_levels,
-        inner_first,
-        inner_levels,
+        _read_only(reach_first, np.int64),
+        _read_only(reach_levels, np.int64),
+        _read_only(inner_first, np.int64),
+        _read_only(inner_levels, np.int64),
     )
 
 
@@ -679,30 +680,39 @@ def _joined(arrays):
     return _read_only(np.concatenate(arrays))
 
 
-def _read_only(array):
+def _read_only(array, dtype=np.float64):
     """A read-only view: the kernel's arguments have one type whether an array is the
-    reference's own (read-only heights) or made here, so the kernel compiles once."""
-    view = np.ascontiguousarray(array, dtype=np.float64).view()
+    reference's own (read-only heights) or made here (or made read-only by its owner
+    later), so the kernel compiles once."""
+    view = np.ascontiguousarray(array, dtype=dtype).view()
     view.setflags(write=False)
     return view
 
 
-@njit(cache=True, nogil=True)
 def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
-    """Rays start ... stop - 1 (see core/backend.py): traced in their order, or on a large
-    terrain in the order of the block they start over (_coherent_order), so that rays
-    traced one after another read the same heights and nodes from the cache instead of
-    one random spot of the terrain each. The rays are gathered into that order and the
-    results scattered back in short loops of their own (whose memory accesses overlap;
-    inside the long walk they would wait one by one)."""
-    count = stop - start
+    """Rays start ... stop - 1 (see core/backend.py): traced in their order by _trace,
+    or on a large terrain by _raycast_ordered. Plain Python choosing between two kernels,
+    so that the first query on a small terrain compiles only _trace."""
     nx, ny = arguments[4], arguments[5]
-    # The limits always as an array made here (max_distance may come read-only), so that
-    # both calls of _trace have the same argument types: it compiles once.
+    if stop - start < SORT_MIN_RAYS or nx * ny < SORT_MIN_CELLS:
+        return _trace(
+            arguments, placement, origins, directions, max_distance, out, start, stop, False
+        )
+    return _raycast_ordered(
+        arguments, placement, origins, directions, max_distance, out, start, stop
+    )
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _raycast_ordered(arguments, placement, origins, directions, max_distance, out, start, stop):
+    """Rays start ... stop - 1 in the order of the block they start over (_coherent_order),
+    so that rays traced one after another read the same heights and nodes from the cache
+    instead of one random spot of the terrain each. The rays are gathered into that order
+    and the results scattered back in short loops of their own (whose memory accesses
+    overlap; inside the long walk they would wait one by one). The gathered arrays have
+    the types the drivers pass (core/backend.py), so _trace compiles once for both."""
+    count = stop - start
     per_ray = max_distance.shape[0] == origins.shape[0]
-    if count < SORT_MIN_RAYS or nx * ny < SORT_MIN_CELLS:
-        limits = max_distance.copy()
-        return _trace(arguments, placement, origins, directions, limits, out, start, stop, False)
     order = _coherent_order(arguments, placement, origins, start, stop)
     hit, distance, point, normal, cell = out
     ordered_origins = np.empty((count, 3))
@@ -724,7 +734,10 @@ def raycast(arguments, placement, origins, directions, max_distance, out, start,
         np.empty((count, 3)),
         np.empty((count, 2), dtype=np.int64),
     )
-    first = start - start  # 0, not the literal 0 (a literal would compile _trace again)
+    # 0 and False, not the literals (a literal is a type of its own: _trace would compile
+    # again for it, rather than be the one raycast and occluded call from Python)
+    first = start - start
+    any_hit = start > stop
     bad = _trace(
         arguments,
         placement,
@@ -734,7 +747,7 @@ def raycast(arguments, placement, origins, directions, max_distance, out, start,
         results,
         first,
         count,
-        False,
+        any_hit,
     )
     for k in range(count):
         row = order[k]
@@ -748,12 +761,12 @@ def raycast(arguments, placement, origins, directions, max_distance, out, start,
     return bad
 
 
-@njit(cache=True, nogil=True)
 def occluded(arguments, placement, starts, ends, trim, out, start, stop):
     """Segments start ... stop - 1 (see core/backend.py and core/occlusion.py): out[0][row]
     True where the terrain meets the segment, trimmed by ``trim[0]`` of its length at both
     ends. The walk stops at the first cell that meets it (any-hit); nothing is stored but
-    the flag."""
+    the flag (the other outputs of _trace are placeholders of the types raycast passes, so
+    both queries share one compiled _trace)."""
     (blocked,) = out
     unused = (blocked, np.empty(1), np.empty((1, 3)), np.empty((1, 3)), np.empty((1, 2), np.int64))
     return _trace(arguments, placement, starts, ends, trim, unused, start, stop, True)

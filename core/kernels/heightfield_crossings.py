@@ -14,9 +14,10 @@ import numpy as np
 from numba import njit
 
 from .heightfield import _maximum, _minimum, _slab
+from .rays import helper
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _surface(heights, anti_of, has_anti, nx, ny, U, V):
     """surfaces.surface_at for TRIANGLES at one point: height, gradient and cell."""
     i = int(min(max(np.floor(U), 0.0), nx - 2.0))
@@ -41,7 +42,7 @@ def _surface(heights, anti_of, has_anti, nx, ny, U, V):
     return c1 + a1 * u + b1 * v, a1, b1, k
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _up_normal(grad_u, grad_v, dx, dy):
     """Heightfield._normal: the up-facing unit normal for a height gradient."""
     nu = -grad_u / dx
@@ -175,7 +176,7 @@ def records(terrain, rays, limit, out, write):
     return counts
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _family(f, U0, V0, du, dv):
     """The line family f (U, V, U - V, U + V) as value and rate along the ray."""
     if f == 0:
@@ -187,14 +188,14 @@ def _family(f, U0, V0, du, dv):
     return U0 + V0, du + dv
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _piece_normal(terrain, U0, V0, du, dv, t):
     heights, _, anti_of, has_anti, nx, ny, dx, dy = terrain[:8]
     _, grad_u, grad_v, _ = _surface(heights, anti_of, has_anti, nx, ny, U0 + t * du, V0 + t * dv)
     return _up_normal(grad_u, grad_v, dx, dy)
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _wall(t_x, t, du, dv, sign):
     """crossings._wall_normal for one ray."""
     if t == t_x:
@@ -202,7 +203,7 @@ def _wall(t_x, t, du, dv, sign):
     return 0.0, sign * np.sign(dv), 0.0
 
 
-@njit(cache=True, error_model="numpy")
+@helper
 def _emit(out, write, q, r, t, normal):
     """Write record q (when writing); returns 1 (one record)."""
     if write:

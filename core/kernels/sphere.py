@@ -14,6 +14,7 @@ from .rays import (
     cast_to_local,
     cast_to_world,
     finite,
+    helper,
     keep_cast,
     keep_hit,
     load,
@@ -30,7 +31,7 @@ from .rays import (
 )
 
 
-@njit(inline="always", error_model="numpy")
+@helper
 def ball_entry(mx, my, mz, ux, uy, uz, radius):
     """First t >= 0 where (m + t u) is within ``radius`` of the origin (u unit or zero);
     0 when m already is, inf when never."""
@@ -50,7 +51,7 @@ def ball_entry(mx, my, mz, ux, uy, uz, radius):
     return entry if entry > 0.0 else 0.0
 
 
-@njit(inline="always", error_model="numpy")
+@helper
 def ray_sphere(center, radius, ox, oy, oz, ux, uy, uz):
     """Distance and outward normal of one ray (unit direction) against the ball."""
     mx, my, mz = ox - center[0], oy - center[1], oz - center[2]
@@ -59,7 +60,7 @@ def ray_sphere(center, radius, ox, oy, oz, ux, uy, uz):
     return t, (mx + t * ux) * scale, (my + t * uy) * scale, (mz + t * uz) * scale
 
 
-@njit(inline="always", error_model="numpy")
+@helper
 def cast_sphere(center, radius, sx, sy, sz, ux, uy, uz, cast_radius, dimension):
     """Centre travel, contact point and normal of a ball of ``cast_radius`` moving from s
     along u (unit, or zero for a zero-length cast) against the ball: the ray against the
