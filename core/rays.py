@@ -36,6 +36,7 @@ shape where it can be).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -240,7 +241,12 @@ def _kernel_array(array: np.ndarray) -> np.ndarray:
     """``array`` as the kernels take every array of rays or values: float64, C-contiguous
     and writable (copied only when it is not). numba compiles a kernel once per argument
     types, and a read-only or strided array is a type of its own (core/backend.py)."""
-    if array.flags.c_contiguous and array.flags.writeable and array.dtype == np.float64:
+    with warnings.catch_warnings():
+        # numpy 1.26 warns when the flag of a np.broadcast_arrays result is read (that
+        # array will become read-only); reading it changes nothing, so no warning for that.
+        warnings.simplefilter("ignore", FutureWarning)
+        writeable = array.flags.writeable
+    if array.flags.c_contiguous and writeable and array.dtype == np.float64:
         return array
     return np.array(array, dtype=np.float64, order="C")
 
