@@ -160,6 +160,16 @@ class Placed:
             self._folded_shape = fold(self.linear, self.translation)
         return self._folded_shape
 
+    def _fold(self, linear, translation):
+        """This placed shape placed again by ``x -> linear x + translation``: the product of
+        the two placements folded into the inner shape (None where it has no ``_fold``), so
+        a nested placement folds as one (the compiled kernels see one placement)."""
+        size = self.dimension + 1
+        matrix = np.eye(size)
+        matrix[:-1, :-1] = linear @ self.linear
+        matrix[:-1, -1] = linear @ self.translation + translation
+        return Placed(self.shape, matrix)._folded()
+
     def _sphere_cast_components(self, start, direction, radius):
         folded = self._folded()
         if folded is not None:  # already in world space

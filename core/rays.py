@@ -398,11 +398,15 @@ def sphere_cast(shape: Shape, starts: ArrayLike, ends: ArrayLike, radius: ArrayL
         cast_check()
 
     if compiled is not None:
+        # A placement folded into the shape's parameters (Placed._folded) is cast against
+        # in world space, as the numpy path does.
+        folded = getattr(shape, "_folded", None)
+        target = shape if folded is None or folded() is None else folded()
         hit, distance = np.empty(n, dtype=bool), np.empty(n)
         center, point, normal = (np.empty((n, 3)) for _ in range(3))
         bad = compiled(
-            shape._kernel_arguments(),
-            _placement(shape),
+            target._kernel_arguments(),
+            _placement(target),
             _in_3d(starts),
             _in_3d(ends),
             _per_row_values(radius),

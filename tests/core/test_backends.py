@@ -90,10 +90,25 @@ def test_raycast_backends_agree(name, n):
     assert_same(compiled, expected, ["distance", "point", "normal"])
 
 
+# A placement scaling a cylinder along its axis (local z) and uniformly across: folded.
+STRETCH_ALONG_Z = np.diag([1.3, 1.3, 2.5, 1.0])
+
 CAST_TARGETS = {
     "sphere": Sphere((0.3, -0.2, 0.5), 1.7),
     "circle": Sphere((0.3, -0.2), 1.7),
     "placed sphere": Placed(Sphere((1, 0, 0), 0.8), similarity(1.5, ROTATION, (0, 1, -1))),
+    "cylinder along z": Cylinder((0, 0, -1), (0, 0, 2), 1.3),
+    "oblique cylinder": Cylinder((0.5, -1, 0.2), (-1, 2, 1.5), 0.9),
+    "open tube": Cylinder((0.5, -1, 0.2), (-1, 2, 1.5), 0.9, capped=False),
+    "open tube along x": Cylinder((-2, 0, 0), (2, 0, 0), 1.0, capped=False),
+    "placed cylinder (folded)": Placed(
+        Cylinder((0, 0, -1), (0, 0, 1), 0.7),
+        similarity(1.0, ROTATION, (0.5, 0, -1)) @ STRETCH_ALONG_Z,
+    ),
+    "nested placed tube (folded)": Placed(
+        Placed(Cylinder((0, 0, -1), (0, 0, 1), 0.7, capped=False), STRETCH_ALONG_Z),
+        similarity(0.8, ROTATION, (0.5, 0, -1)),
+    ),
 }
 
 
@@ -110,6 +125,85 @@ def test_sphere_cast_backends_agree(name, n):
     with use("numba"):
         compiled = sphere_cast(shape, starts, ends, radius)
     assert expected.hit.sum() > n // 50
+    assert_same(compiled, expected, ["distance", "center", "point", "normal"])
+
+
+def cylinder_edge_casts(r, h, rng):
+    """Casts at the edges of sphere casts against the cylinder of radius r from z = 0 to h
+    along z, with their radii: rims (horizontal and oblique casts touching a rim torus,
+    down the axis onto the rim ring, over the cap's plane at height h + R), grazing the
+    side (closest approach r + R), parallel to the axis onto a cap or through the hole,
+    inside the tube, starts in overlap, on the axis, parallel to the caps, far away."""
+    starts, ends, radii = [], [], []
+
+    def add(start, end, radius):
+        starts.append(start)
+        ends.append(end)
+        radii.append(radius)
+
+    for radius in (0.05 * r, 0.5 * r, r, 2.0 * r):
+        for angle in rng.uniform(0, 2 * np.pi, 6):
+            c, s = np.cos(angle), np.sin(angle)
+            for rim in (0.0, h):
+                side = 1.0 if rim == h else -1.0
+                # Horizontal at heights across the rim's layer: the torus, tangent at R.
+                for lift in (0.0, 0.3, 0.9, 1.0, 1.0 + 1e-12):
+                    z = rim + side * lift * radius
+                    add((-5 * c, -5 * s, z), (5 * c, 5 * s, z), radius)
+                # Down (or up) the axis direction at radial offsets around r .. r + R.
+                for offset in (0.0, 0.5, 0.999, 1.0, 1.0 + 1e-13, 1.2):
+                    rho = r + offset * radius
+                    x, y = rho * c, rho * s
+                    add((x, y, rim + side * 4), (x, y, rim - side * 4), radius)
+                # Oblique, aimed at the rim ring.
+                target = np.array((r * c, r * s, rim))
+                away = np.array((c, s, side)) * rng.uniform(2, 6)
+                add(target + away, target - away, radius)
+            # Grazing the side: closest approach r + R, horizontal and oblique.
+            for slope in (0.0, 0.4):
+                for miss in (1.0 - 1e-12, 1.0, 1.0 + 1e-12):
+                    b = (r + radius) * miss
+                    start = np.array((-5 * s + b * c, 5 * c + b * s, 0.5 * h - 5 * slope))
+                    end = np.array((5 * s + b * c, -5 * c + b * s, 0.5 * h + 5 * slope))
+                    add(start, end, radius)
+            # Parallel to the caps at heights around the cap layers.
+            for z in (-radius, -0.5 * radius, 0.0, 0.5 * h, h, h + radius, h + 1.5 * radius):
+                add((-4 * c, -4 * s + 0.3, z), (4 * c, 4 * s + 0.3, z), radius)
+        # Inside the tube (the hole) and in overlap: short casts in random directions.
+        for _ in range(8):
+            rho, angle = rng.uniform(0, r), rng.uniform(0, 2 * np.pi)
+            start = np.array((rho * np.cos(angle), rho * np.sin(angle), rng.uniform(-1, h + 1)))
+            move = rng.normal(size=3)
+            add(start, start + move * rng.uniform(0.1, 4), radius)
+            add(start, start + (0, 0, rng.choice((-4.0, 4.0))), radius)  # along the axis
+            near = np.array((r + rng.uniform(-radius, radius), 0, rng.uniform(-radius, h)))
+            add(near, near + move, radius)  # starts in overlap
+        add((0, 0, 0.5 * h), (0, 0, 0.5 * h), radius)  # zero-length, on the axis
+        add((0, 0, h + 3), (0, 0, -3), radius)  # down the axis
+        add((1e4, 3e3, -2e3), (0.1, 0.2, 0.5 * h), radius)  # far starts
+        add((r + radius, 0, -1e4), (r + radius, 0, 1e4), radius)
+    return np.array(starts, dtype=float), np.array(ends, dtype=float), np.array(radii)
+
+
+@pytest.mark.parametrize("capped", [True, False])
+@pytest.mark.parametrize("placed", [False, True])
+def test_sphere_cast_backends_agree_at_cylinder_edges(capped, placed):
+    """Rims, grazing casts, casts inside the tube, in overlap and parallel to the axis or
+    the caps: the compiled kernel takes the numpy reference's branches (a hit/miss or a
+    Newton start that differs shows here), on a cylinder along z and on the same cylinder
+    turned and moved (a frame with no zero weights)."""
+    r, h = 0.8, 1.5
+    cylinder = Cylinder((0, 0, 0), (0, 0, h), r, capped=capped)
+    starts, ends, radii = cylinder_edge_casts(r, h, np.random.default_rng(7))
+    if placed:
+        turn, move = ROTATION, np.array((0.3, -2.0, 1.0))
+        cylinder = Cylinder(move, turn @ (0, 0, h) + move, r, capped=capped)
+        starts, ends = starts @ turn.T + move, ends @ turn.T + move
+    with use("numpy"):
+        expected = sphere_cast(cylinder, starts, ends, radii)
+    with use("numba"):
+        compiled = sphere_cast(cylinder, starts, ends, radii)
+    assert 0.3 < expected.hit.mean() < 0.95  # hits and misses
     assert_same(compiled, expected, ["distance", "center", "point", "normal"])
 
 
