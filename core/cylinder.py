@@ -187,7 +187,7 @@ class Cylinder:
         other = np.where(other > distance, other, np.inf)
         return interval_records_with_normals(distance, normal_at(distance), other, normal_at(other))
 
-    def _sphere_cast_components(self, start, direction, radius):
+    def _sphere_cast_components(self, start, direction, radius, length):
         return sphere_cast_cylinder(self, start, direction, radius)
 
     def _fold(self, linear, translation):

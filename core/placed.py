@@ -8,7 +8,8 @@ back through the inverse transpose ``L^-T``, then are re-normalized. A sphere ca
 shape only under a similarity (``L = k Q``, Q orthogonal); then radii and lengths scale by
 ``1/k`` into local space and distances by ``k`` out of it. A shape with ``_fold`` instead
 takes the placement into its own parameters where that leaves a shape of its kind (a
-cylinder scaled along its axis and uniformly across), and is cast against in world space.
+cylinder scaled along its axis and uniformly across; a terrain scaled along its own axes,
+under the rigid rest of the placement), and is cast against in world space.
 """
 
 from __future__ import annotations
@@ -137,8 +138,8 @@ class Placed:
     def _check_sphere_cast(self):
         if not hasattr(self.shape, "_sphere_cast_components"):
             raise ValueError(
-                f"sphere_cast supports Sphere and Cylinder targets (optionally Placed); "
-                f"got Placed {type(self.shape).__name__}"
+                f"sphere_cast supports Sphere, Cylinder and Heightfield targets (optionally "
+                f"Placed); got Placed {type(self.shape).__name__}"
             )
         inner_check = getattr(self.shape, "_check_sphere_cast", None)
         if inner_check is not None:
@@ -149,10 +150,18 @@ class Placed:
                 "(a swept sphere does not stay a sphere under it)"
             )
 
+    def _sphere_cast_target(self):
+        """What a sphere cast runs against: the folded shape where the placement folds,
+        else this placement (rigid or uniformly scaled)."""
+        folded = self._folded()
+        return self if folded is None else folded
+
     def _folded(self):
         """The shape with this placement folded into its parameters, for a shape that can
         take it (``_fold``: a cylinder scaled along its axis and uniformly across stays a
-        cylinder), else None. The shape's ValueError says why a placement does not fold."""
+        cylinder; a terrain scaled along its local axes stays a terrain, under the rigid
+        rest of the placement), else None. The shape's ValueError says why a placement does
+        not fold."""
         fold = getattr(self.shape, "_fold", None)
         if fold is None:
             return None
@@ -170,17 +179,17 @@ class Placed:
         matrix[:-1, -1] = linear @ self.translation + translation
         return Placed(self.shape, matrix)._folded()
 
-    def _sphere_cast_components(self, start, direction, radius):
+    def _sphere_cast_components(self, start, direction, radius, length):
         folded = self._folded()
         if folded is not None:  # already in world space
-            return folded._sphere_cast_components(start, direction, radius)
+            return folded._sphere_cast_components(start, direction, radius, length)
         k = self.uniform_scale  # L = k Q: lengths shrink by k into local space
         relative = [s - t for s, t in zip(start, self.translation)]
         local_start = [linear_combination(row, relative) for row in self.inverse_linear]
         local_direction = [k * linear_combination(row, direction) for row in self.inverse_linear]
         # Only for a shape that has it: sphere_cast calls _check_sphere_cast first.
         distance, point, normal = self.shape._sphere_cast_components(  # type: ignore[union-attr]
-            local_start, local_direction, radius / k
+            local_start, local_direction, radius / k, length / k
         )
         world_point = [
             linear_combination(row, point) + t for row, t in zip(self.linear, self.translation)

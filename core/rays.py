@@ -25,9 +25,12 @@ compiled kernel instead, on the whole batch in one pass (no chunks), which also 
 finiteness and zero-direction checks; the numpy validation then names the first bad row.
 
 A shape that supports sphere casts provides ``_sphere_cast_components(start, direction,
-radius)`` (components, direction unit or zero for a zero-length cast, radius per row),
-returning ``(distance, point, normal)``: the centre's travel to the first contact (inf or
-NaN where none), the contact point on the shape and the shape's normal there.
+radius, length)`` (components, direction unit or zero for a zero-length cast, radius and
+segment length per row), returning ``(distance, point, normal)``: the centre's travel to
+the first contact (inf or NaN where none; a contact beyond ``length`` may be reported or
+not, the driver gates it), the contact point on the shape and the shape's normal there.
+A Placed shape casts against ``_sphere_cast_target()`` (its placement folded into the
+shape where it can be).
 
 """
 
@@ -49,7 +52,8 @@ if TYPE_CHECKING:
     from .placed import Placed
     from .sphere import Sphere
 
-    # What raycast, sphere_cast and Placed accept (sphere_cast: a Sphere, optionally Placed).
+    # What raycast, sphere_cast and Placed accept (sphere_cast: not a BILINEAR or MARCH
+    # terrain, nor a non-uniformly scaled Placed that does not fold).
     Shape: TypeAlias = Sphere | Cylinder | Heightfield | Placed
 
 # Rays per chunk: temporaries of 256 KB, a few of which fit the 1 MB L2 cache, while the
@@ -390,23 +394,24 @@ def sphere_cast(shape: Shape, starts: ArrayLike, ends: ArrayLike, radius: ArrayL
     radius = as_per_row("radius", radius, n)
     if cast is None:
         raise ValueError(
-            f"sphere_cast supports Sphere and Cylinder targets (optionally Placed); "
-            f"got {type(shape).__name__}"
+            f"sphere_cast supports Sphere, Cylinder and Heightfield targets (optionally "
+            f"Placed); got {type(shape).__name__}"
         )
     cast_check = getattr(shape, "_check_sphere_cast", None)
     if cast_check is not None:
         cast_check()
+    target = getattr(shape, "_sphere_cast_target", None)
+    if target is not None:  # a Placed shape: its placement folded into it where it can be
+        shape = target()
+        cast = shape._sphere_cast_components
+        compiled = kernel(shape, "sphere_cast")
 
     if compiled is not None:
-        # A placement folded into the shape's parameters (Placed._folded) is cast against
-        # in world space, as the numpy path does.
-        folded = getattr(shape, "_folded", None)
-        target = shape if folded is None or folded() is None else folded()
         hit, distance = np.empty(n, dtype=bool), np.empty(n)
         center, point, normal = (np.empty((n, 3)) for _ in range(3))
         bad = compiled(
-            target._kernel_arguments(),
-            _placement(target),
+            shape._kernel_arguments(),
+            _placement(shape),
             _in_3d(starts),
             _in_3d(ends),
             _per_row_values(radius),
@@ -431,7 +436,7 @@ def sphere_cast(shape: Shape, starts: ArrayLike, ends: ArrayLike, radius: ArrayL
         segment = [e - s for e, s in zip(ends[part].T, start)]
         unit, _ = unit_components(segment)
         length = dot(unit, segment)
-        distance, point, normal = cast(start, unit, radius[part])
+        distance, point, normal = cast(start, unit, radius[part], length)
         hit = (distance <= length) & (distance < np.inf)
         result.hit[part] = hit
         gate, distance = gated(distance, hit)

@@ -110,7 +110,7 @@ class Sphere:
     def _normal_at(self, offset, direction, t):
         return [x * (1.0 / self.radius) for x in add_scaled(offset, t, direction)]
 
-    def _sphere_cast_components(self, start, direction, radius):
+    def _sphere_cast_components(self, start, direction, radius, length):
         offset = [s - c for s, c in zip(start, self.center)]
         distance = ball_entry(offset, direction, self.radius + radius)
         # The normal points from the target toward the moving centre at contact.

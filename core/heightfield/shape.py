@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 
 from ..backend import backend, kernels
 from ..shapes import as_choice, as_pair
+from .cast import sphere_cast_terrain
 from .crossings import crossings
-from .grid import Terrain, as_diagonals, as_heights, tolerances
+from .grid import BLOCK, Terrain, _block_reduce, as_diagonals, as_heights, tolerances
 from .march import march
 from .surfaces import surface_at, test_bilinear, test_triangles
 from .walk import Rays, Result, walk
@@ -103,6 +104,7 @@ class Heightfield:
         self._above = Terrain(self.heights, tolerances(self.heights, self.spacing), self._anti)
         self._below = None  # the mirror image, for rays below a surface (built on first use)
         self._kernel_data = None  # the compiled kernel's arguments (built on first use)
+        self._cast_arrays = None  # the sphere cast's cell and block extremes (first use)
         self._test = test_bilinear if self.surface == "BILINEAR" else test_triangles
         # A ray exactly parallel to a grid axis may sit a few ulps outside the footprint
         # when aimed at its first or last grid line (module docstring).
@@ -153,6 +155,8 @@ class Heightfield:
             arrays += self._below.held_arrays()
         if self._kernel_data is not None:
             arrays += [value for value in self._kernel_data if isinstance(value, np.ndarray)]
+        if self._cast_arrays is not None:
+            arrays += list(self._cast_arrays.values())
         return [array for array in arrays if isinstance(array, np.ndarray)]
 
     @property
@@ -219,6 +223,105 @@ class Heightfield:
             ]
         cell = np.stack([result.i, result.j], axis=1)
         return result.distance, normal, cell
+
+    # -- sphere casts (cast.py) -------------------------------------------------------------
+
+    def _check_sphere_cast(self):
+        if self.surface != "TRIANGLES":
+            raise ValueError(
+                "sphere casts support TRIANGLES terrains: the offset of a bilinear patch has "
+                "no closed form (use surface='TRIANGLES')"
+            )
+        if self.method != "EXACT":
+            raise ValueError(
+                "sphere casts need method EXACT: MARCH samples the path, so it can miss a contact"
+            )
+
+    def _sphere_cast_components(self, start, direction, radius, length):
+        return sphere_cast_terrain(self, start, direction, radius, length)
+
+    def _cast_data(self):
+        """Per cell (flat, row-major over the (ny-1, nx-1) cells) and per block of BLOCK x
+        BLOCK cells (as the walk's block max) the largest corner height plus the cell's
+        tolerance and the least minus it; for the solid the least is -inf on the
+        footprint's border, where the walls reach down."""
+        if self._cast_arrays is None:
+            h = self.heights
+            tol = self._above.tol.reshape(h.shape)[:-1, :-1]
+            corner_min = np.minimum(
+                np.minimum(h[:-1, :-1], h[:-1, 1:]), np.minimum(h[1:, :-1], h[1:, 1:])
+            )
+            cell_min = corner_min - tol
+            block_min = _block_reduce(cell_min, BLOCK, np.minimum)
+            if self.solid:
+                for extremes in (cell_min, block_min):
+                    extremes[0] = extremes[-1] = extremes[:, 0] = extremes[:, -1] = -np.inf
+            self._cast_arrays = {
+                "cell_max": self._above._cell_tops().ravel(),
+                "block_max": self.hierarchy[0],
+                "cell_min": cell_min.ravel(),
+                "block_min": block_min.ravel(),
+            }
+        return self._cast_arrays
+
+    def _fold(self, linear, translation):
+        """This terrain placed by ``x -> linear x + translation`` as a terrain of its own kind
+        (a per-axis scale of its local axes folded into spacing, origin and heights; a
+        mirror folded into a flip of the grid's x axis, so the solid stays below) under
+        the remaining rigid placement: a Placed of it, or itself moved when that placement
+        is a translation. ValueError when the placement shears the terrain."""
+        from ..placed import Placed
+
+        linear = np.asarray(linear, dtype=np.float64)
+        scales = np.linalg.norm(linear, axis=0)
+        axes = linear / scales
+        gram = axes.T @ axes
+        if np.abs(gram - np.eye(3)).max() > 1e-9:
+            raise ValueError(
+                "a sheared terrain is not a terrain: sphere casts need a placement that "
+                "scales the terrain along its own x, y and z axes (times a rotation); this "
+                "one scales it along other axes or shears it"
+            )
+        heights = self.heights * scales[2]
+        (x0, y0), (dx, dy) = self.origin, self.spacing
+        dx, dy, x0, y0 = dx * scales[0], dy * scales[1], x0 * scales[0], y0 * scales[1]
+        diagonals = self.diagonals
+        rotation = axes
+        if np.linalg.det(axes) < 0.0:
+            # x -> -x: columns reversed, the grid starting at minus its last line; a cell's
+            # split mirrors (along u = v becomes along u + v = 1 and back).
+            nx = heights.shape[1]
+            heights = heights[:, ::-1]
+            x0 = -(x0 + (nx - 1) * dx)
+            ny = heights.shape[0]
+            old = np.zeros((ny - 1, nx - 1), dtype=bool) if diagonals is None else diagonals
+            diagonals = ~old[:, ::-1]
+            rotation = axes @ np.diag([-1.0, 1.0, 1.0])
+        folded = Heightfield(
+            heights,
+            spacing=(dx, dy),
+            origin=(x0, y0),
+            surface=self.surface,
+            diagonals=diagonals,
+            method=self.method,
+            solid=self.solid,
+        )
+        if np.array_equal(rotation, np.eye(3)):
+            return Heightfield(
+                heights + translation[2],
+                spacing=(dx, dy),
+                origin=(x0 + translation[0], y0 + translation[1]),
+                surface=self.surface,
+                diagonals=diagonals,
+                method=self.method,
+                solid=self.solid,
+            )
+        matrix = np.eye(4)
+        matrix[:3, :3] = rotation
+        matrix[:3, 3] = translation
+        placed = Placed(folded, matrix)
+        placed._folded_shape = None  # rigid: cast in its local space, nothing more to fold
+        return placed
 
     def _check_all_hits(self):
         if self.method != "EXACT":

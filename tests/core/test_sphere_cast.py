@@ -142,10 +142,11 @@ def test_non_uniform_placement_and_unsupported_targets_raise():
         sphere_cast(
             Placed(Sphere((0, 0, 0), 1), np.diag([1, 2, 1, 1.0])), [0, 0, 5], [0, 0, -5], 0.1
         )
-    terrain = Heightfield(np.zeros((3, 3)), spacing=(1, 1), origin=(0, 0))
-    with pytest.raises(ValueError, match="supports Sphere and Cylinder targets.*Heightfield"):
+    # A BILINEAR terrain is still unsupported, bare or placed.
+    terrain = Heightfield(np.zeros((3, 3)), spacing=(1, 1), origin=(0, 0), surface="BILINEAR")
+    with pytest.raises(ValueError, match="support TRIANGLES terrains.*bilinear"):
         sphere_cast(terrain, [0, 0, 5], [0, 0, -5], 0.1)
-    with pytest.raises(ValueError, match="supports Sphere and Cylinder targets.*Heightfield"):
+    with pytest.raises(ValueError, match="support TRIANGLES terrains.*bilinear"):
         sphere_cast(Placed(terrain, np.eye(4)), [0, 0, 5], [0, 0, -5], 0.1)
     with pytest.raises(ValueError, match="radius"):
         sphere_cast(Sphere((0, 0, 0), 1), [0, 0, 5], [0, 0, -5], -0.1)
