@@ -84,6 +84,10 @@ class Placed:
     def _kernel_arguments(self):
         return self.shape._kernel_arguments()
 
+    def _kernel_cast_arguments(self):
+        inner = getattr(self.shape, "_kernel_cast_arguments", None)
+        return self.shape._kernel_arguments() if inner is None else inner()
+
     def _kernel_placement(self):
         if self._placement is None:
             from .kernels.rays import placement

@@ -757,3 +757,13 @@ def occluded(arguments, placement, starts, ends, trim, out, start, stop):
     (blocked,) = out
     unused = (blocked, np.empty(1), np.empty((1, 3)), np.empty((1, 3)), np.empty((1, 2), np.int64))
     return _trace(arguments, placement, starts, ends, trim, unused, start, stop, True)
+
+
+def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
+    """Sphere casts (see core/backend.py): kernels/heightfield_cast.py, imported on first
+    use (through backend.kernels, so its kernels go to the same cache)."""
+    from ..backend import kernels
+
+    return kernels("heightfield_cast").sphere_cast(
+        arguments, placement, starts, ends, radius, out, start, stop
+    )
