@@ -372,9 +372,9 @@ def surface_at(flat, anti_of, has_anti, nx, ny, U, V):
 @njit(cache=True, nogil=True, error_model="numpy")
 def cast_rows(arguments, placement, starts, ends, radius, out, start, stop, ray_rows):
     """Casts start ... stop - 1: results into ``out``; a moving cast of radius 0 that does
-    not start on the terrain is left to the ray kernel: ray_rows[row - start] True, its unit
-    direction in out[2] (the centre's row) and its length in out[1]. Returns the number of
-    rows with non-finite input."""
+    not start on the terrain is left to the ray kernel: ray_rows[row - start] True, its
+    start, unit direction and length in the terrain's frame in out[3], out[4] and out[1].
+    Returns the number of rows with non-finite input."""
     x0, y0, dx, dy, nx, ny = arguments[1:7]
     flat, anti_of, has_anti, solid, zmin, zmax = arguments[7:13]
     nbx, block_max, cell_max, block_min, cell_min, scale = arguments[13:19]
@@ -479,10 +479,12 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, stop, ray_
                 nx_, ny_, nz_ = up_x, up_y, up_z
         elif ux != 0.0 or uy != 0.0 or uz != 0.0:
             if R == 0.0:
-                # 2. The ray clipped to the segment: the ray kernel's.
+                # 2. The ray clipped to the segment: the ray kernel's, in the terrain's
+                # frame as the reference casts it (start, direction and length there).
                 ray_rows[row - start] = True
-                distance[row] = length
-                center[row, 0], center[row, 1], center[row, 2] = wux, wuy, wuz
+                distance[row] = local_length
+                point[row, 0], point[row, 1], point[row, 2] = sx, sy, sz
+                normal[row, 0], normal[row, 1], normal[row, 2] = ux, uy, uz
                 continue
             # 3. The path clipped to the footprint box grown by R, walked in stretches.
             lx, hx_ = slab(sx, ux, x0 - R, x1 + R)
@@ -589,15 +591,41 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, stop, ray_
     return bad
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def finish_rays(placement, starts, ends, rows, rays, out):
+    """The casts ``rows`` of radius 0 from the ray kernel's answers in the terrain's frame
+    (``rays``: hit, distance, point, normal): back to the world as cast_rows does."""
+    hit, distance, center, point, normal = out
+    ray_hit, ray_distance, ray_point, ray_normal = rays[0], rays[1], rays[2], rays[3]
+    for k in range(rows.shape[0]):
+        row = rows[k]
+        sx, sy, sz = starts[row, 0], starts[row, 1], starts[row, 2]
+        ux, uy, uz, length = cast_direction(sx, sy, sz, ends[row, 0], ends[row, 1], ends[row, 2])
+        t = ray_distance[k] if ray_hit[k] else INF
+        t, px, py, pz, nx, ny, nz = cast_to_world(
+            placement, t, ray_point[k, 0], ray_point[k, 1], ray_point[k, 2],
+            ray_normal[k, 0], ray_normal[k, 1], ray_normal[k, 2],
+        )  # fmt: skip
+        found = t <= length and t < INF
+        gate = 1.0 if found else NAN
+        hit[row] = found
+        distance[row] = t if found else INF
+        center[row, 0] = sx + (t * gate) * ux
+        center[row, 1] = sy + (t * gate) * uy
+        center[row, 2] = sz + (t * gate) * uz
+        point[row, 0], point[row, 1], point[row, 2] = px * gate, py * gate, pz * gate
+        normal[row, 0], normal[row, 1], normal[row, 2] = nx * gate, ny * gate, nz * gate
+
+
 def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
     """Casts start ... stop - 1 (see core/backend.py): cast_rows, then the casts of radius
-    0 as rays clipped to their segments by the ray kernel (``raycast``), whose answer the
-    numpy reference takes too (its hit point is the contact and the centre)."""
+    0 as rays clipped to their segments by the ray kernel (``raycast``, on the rays in the
+    terrain's frame), whose answer the numpy reference takes too."""
     ray_rows = np.empty(stop - start, dtype=np.bool_)
     bad = cast_rows(arguments, placement, starts, ends, radius, out, start, stop, ray_rows)
     rows = np.flatnonzero(ray_rows) + start
     if rows.size:
-        hit, distance, center, point, normal = out
+        _, distance, _, point, normal = out
         rays = (
             np.empty(rows.size, dtype=np.bool_),
             np.empty(rows.size),
@@ -605,15 +633,9 @@ def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
             np.empty((rows.size, 3)),
             np.empty((rows.size, 2), dtype=np.int64),
         )
-        origins = np.ascontiguousarray(starts[rows])
-        directions = np.ascontiguousarray(center[rows])
-        lengths = np.ascontiguousarray(distance[rows])
+        origins, directions = point[rows], normal[rows]
         ray_kernels.raycast(
-            arguments[0], placement, origins, directions, lengths, rays, 0, rows.size
+            arguments[0], None, origins, directions, distance[rows], rays, 0, rows.size
         )
-        hit[rows] = rays[0]
-        distance[rows] = rays[1]
-        center[rows] = rays[2]
-        point[rows] = rays[2]
-        normal[rows] = rays[3]
+        finish_rays(placement, starts, ends, rows, rays, out)
     return bad

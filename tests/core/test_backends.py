@@ -12,7 +12,7 @@ import numba
 import numpy as np
 import pytest
 
-from core import Cylinder, Placed, Sphere, raycast, sphere_cast
+from core import Cylinder, Heightfield, Placed, Sphere, raycast, sphere_cast
 from core import backend as active_backend
 from core.backend import PARALLEL_MIN, use
 
@@ -204,6 +204,112 @@ def test_sphere_cast_backends_agree_at_cylinder_edges(capped, placed):
     with use("numba"):
         compiled = sphere_cast(cylinder, starts, ends, radii)
     assert 0.3 < expected.hit.mean() < 0.95  # hits and misses
+    assert_same(compiled, expected, ["distance", "center", "point", "normal"])
+
+
+TERRAIN_HEIGHTS = np.random.default_rng(11).normal(0, 0.6, (9, 12)).cumsum(axis=0)
+TERRAIN_HEIGHTS[3, 4] = TERRAIN_HEIGHTS[3, 5] = TERRAIN_HEIGHTS[4, 4] = 0.25  # a flat spot
+DIAGONALS = np.random.default_rng(12).random((8, 11)) < 0.5
+SPACING, ORIGIN = (0.7, 0.9), (-2.0, 1.0)
+
+
+def terrain(solid, diagonals=None):
+    return Heightfield(TERRAIN_HEIGHTS, SPACING, ORIGIN, diagonals=diagonals, solid=solid)
+
+
+TERRAIN_TARGETS = {
+    "solid": terrain(True),
+    "surface": terrain(False),
+    "solid, diagonals": terrain(True, DIAGONALS),
+    "surface, diagonals": terrain(False, DIAGONALS),
+    "placed solid (rigid)": Placed(terrain(True, DIAGONALS), similarity(1.0, ROTATION, (1, 2, 3))),
+    "placed surface (scaled and mirrored: folded)": Placed(
+        terrain(False), similarity(1.0, ROTATION, (1, 2, 3)) @ np.diag([-1.5, 0.8, 2.0, 1.0])
+    ),
+}
+
+
+def terrain_edge_casts(rng, sizes=(0.0, 0.05, 0.3, 1.0)):
+    """Casts at the edges of the terrain (in its frame, heights TERRAIN_HEIGHTS), with
+    radii: down onto vertices and along grid lines, horizontal along grid lines at the
+    heights, starts in overlap (just above and below the surface, inside the solid), into
+    the walls and under the sheet's edge, at the footprint's corners, radius 0 and zero
+    length, far starts."""
+    ny, nx = TERRAIN_HEIGHTS.shape
+    (x0, y0), (dx, dy) = ORIGIN, SPACING
+    xs, ys = x0 + dx * np.arange(nx), y0 + dy * np.arange(ny)
+    low, high = TERRAIN_HEIGHTS.min(), TERRAIN_HEIGHTS.max()
+    starts, ends, radii = [], [], []
+
+    def add(start, end, radius):
+        starts.append(start)
+        ends.append(end)
+        radii.append(radius)
+
+    for radius in sizes:
+        for _ in range(6):
+            i, j = rng.integers(0, nx), rng.integers(0, ny)
+            z = TERRAIN_HEIGHTS[j, i]
+            add((xs[i], ys[j], high + 2), (xs[i], ys[j], low - 2), radius)  # onto a vertex
+            add((xs[i], ys[j], low - 3), (xs[i], ys[j], high + 3), radius)  # up from below
+            x = rng.uniform(xs[0], xs[-1])
+            add((x, ys[j], high + 2), (x, ys[j], low - 2), radius)  # down a grid line
+            add((xs[0] - 2, ys[j], z), (xs[-1] + 2, ys[j], z), radius)  # along a grid line
+            add((xs[i], ys[0] - 2, z - 0.5), (xs[i], ys[-1] + 2, z + 0.5), radius)
+            gap = rng.uniform(-1, 1) * radius  # a start in overlap (or on the surface)
+            add((xs[i], ys[j], z + gap), (xs[i] + 1, ys[j] - 1, z + gap - 1), radius)
+            add((xs[i], ys[j], z - 0.2), (xs[i] + 0.3, ys[j], z + 2), radius)  # inside
+            wall_z = rng.uniform(low - 1, high)  # into the walls, under the sheet's edge
+            add((xs[0] - 3, ys[j] + 0.1, wall_z), (xs[-1], ys[j] + 0.2, wall_z), radius)
+            add((xs[i] + 0.1, ys[-1] + 3, wall_z), (xs[i] + 0.2, ys[0], wall_z + 0.3), radius)
+        for cx, cy in ((xs[0], ys[0]), (xs[-1], ys[0]), (xs[0], ys[-1]), (xs[-1], ys[-1])):
+            for z in (low - 1, high + 0.5):  # toward the corner lines
+                add((cx + 3, cy + 2.5, z), (cx - 3, cy - 2.5, z), radius)
+                add((cx - 3, cy + 2.5, z), (cx + 3, cy - 2.5, z), radius)
+        middle = (xs[nx // 2], ys[ny // 2], high + 0.5)
+        add(middle, middle, radius)  # zero length
+        add((1e4, -3e3, 2e3), (xs[3], ys[4], low), radius)  # far
+    return np.array(starts, dtype=float), np.array(ends, dtype=float), np.array(radii)
+
+
+def to_world(shape, rows):
+    """Rows given in a terrain's frame, in the world of ``shape`` (a Placed or not)."""
+    if not isinstance(shape, Placed):
+        return rows
+    return rows @ shape.linear.T + shape.translation
+
+
+@pytest.mark.parametrize("name", list(TERRAIN_TARGETS))
+def test_sphere_cast_backends_agree_on_terrains(name):
+    """Random casts and edge casts (terrain_edge_casts) against both terrain models, with
+    and without diagonals, placed rigidly and folded: the compiled kernel finds the
+    numpy reference's contacts (hits, distances, centres, points, normals)."""
+    shape = TERRAIN_TARGETS[name]
+    rng = np.random.default_rng(13)
+    n = 1500
+    (x0, y0), (dx, dy) = ORIGIN, SPACING
+    ny, nx = TERRAIN_HEIGHTS.shape
+    box_low = np.array((x0 - 2, y0 - 2, TERRAIN_HEIGHTS.min() - 2))
+    box_high = np.array((x0 + nx * dx + 2, y0 + ny * dy + 2, TERRAIN_HEIGHTS.max() + 2))
+    starts = rng.uniform(box_low, box_high, (n, 3))
+    ends = starts + rng.normal(0, 3, (n, 3))
+    radii = rng.uniform(0, 1.2, n)
+    radii[::7] = 0.0
+    ends[::13] = starts[::13]
+    # Radius 0 is the ray kernel's walk, which makes the direction unit again: on a placed
+    # terrain, a ray exactly through a vertex or along the footprint's edge (in its frame)
+    # may then pass on the other side by an ulp; random rays only there.
+    radius_zero = () if isinstance(shape, Placed) else (0.0,)
+    edge_starts, edge_ends, edge_radii = terrain_edge_casts(rng, radius_zero + (0.05, 0.3, 1.0))
+    starts = to_world(shape, np.concatenate((starts, edge_starts)))
+    ends = to_world(shape, np.concatenate((ends, edge_ends)))
+    radii = np.concatenate((radii, edge_radii))
+    with use("numpy"):
+        expected = sphere_cast(shape, starts, ends, radii)
+    with use("numba"):
+        compiled = sphere_cast(shape, starts, ends, radii)
+    assert 0.2 < expected.hit.mean() < 0.9
+    assert (expected.distance == 0).sum() > 20  # starts in overlap
     assert_same(compiled, expected, ["distance", "center", "point", "normal"])
 
 
