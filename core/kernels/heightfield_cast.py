@@ -67,7 +67,7 @@ def cast_arguments(field):
     )
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def slab(p, d, low, high):
     """cast._slab: the interval of t where p + t d is in [low, high]."""
     if d == 0.0:
@@ -79,7 +79,7 @@ def slab(p, d, low, high):
     return minimum(ta, tb), maximum(ta, tb)
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def accept(t, early):
     """cast._accept: t >= 0 (at most ``early`` before 0: 0), else inf."""
     if t >= -early:
@@ -87,7 +87,7 @@ def accept(t, early):
     return INF
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def cell_range(low, high, origin, spacing, cells):
     """_Geometry.cell_range: first and last cell meeting [low, high], clamped."""
     first = np.floor((low - origin) / spacing - MARGIN)
@@ -125,7 +125,7 @@ def face(which, h00, h10, h01, h11, anti, xa, xb, ya, yb, dx, dy):
     return ax, ay, az, nx_ * inverse, ny_ * inverse, inverse
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def edge_points(k, h00, h10, h01, h11, anti, xa, xb, ya, yb):
     """_Cell.edges: edge ``k`` of the cell's 5 (4 sides and the diagonal) as two points."""
     if k == 0:
@@ -141,7 +141,7 @@ def edge_points(k, h00, h10, h01, h11, anti, xa, xb, ya, yb):
     return xa, ya, h00, xb, yb, h11
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def wall(k, h00, h10, h01, h11, xa, xb, ya, yb):
     """_Cell.walls: wall ``k`` (x = xa, x = xb, y = ya, y = yb) as (axis, plane, outward
     sign, span low, span high, height at low, height at high)."""
@@ -154,7 +154,7 @@ def wall(k, h00, h10, h01, h11, xa, xb, ya, yb):
     return 1, yb, 1.0, xa, xb, h01, h11
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def on_border(k, i, j, last_i, last_j):
     """Whether the cell (i, j) has wall ``k`` (is on that side of the footprint)."""
     if k == 0:
@@ -166,7 +166,7 @@ def on_border(k, i, j, last_i, last_j):
     return j == last_j
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def corner(k, i, j, last_i, last_j, h00, h10, h01, h11, xa, xb, ya, yb):
     """_Cell.corners: whether the cell holds the footprint's corner ``k`` (00, 10, 01, 11)
     and that corner's point."""
@@ -390,7 +390,7 @@ def box_entry(xa, xb, ya, yb, bottom, top, ta, tb, sx, sy, sz, ux, uy, uz, R):
     return (enter if spare >= 0.0 else INF), leave
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def surface_at(flat, anti_of, has_anti, nx, ny, U, V):
     """surfaces.surface_at (TRIANGLES) at grid coordinates (U, V), clamped: height and
     gradient (dh/du, dh/dv)."""
@@ -412,10 +412,11 @@ def surface_at(flat, anti_of, has_anti, nx, ny, U, V):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def cast_rows(arguments, placement, starts, ends, radius, out, start, stop, ray_rows):
-    """Casts start ... stop - 1: results into ``out``; a moving cast of radius 0 that does
-    not start on the terrain is left to the ray kernel: ray_rows[row - start] True, its
-    start, unit direction and length in the terrain's frame in out[3], out[4] and out[1].
+def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows, order):
+    """The casts ``order`` (rows from ``start`` on): results into ``out``; a moving cast of
+    radius 0 that does not start on the terrain is left to the ray kernel: ray_rows[row -
+    start] True, its start, unit direction and length in the terrain's frame in out[3],
+    out[4] and out[1].
     Returns the number of rows with non-finite input."""
     x0, y0, dx, dy, nx, ny = arguments[1:7]
     flat, anti_of, has_anti, solid, zmin, zmax = arguments[7:13]
@@ -428,7 +429,8 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, stop, ray_
     y1 = y0 + (ny - 1) * dy
     cells = np.empty((3, FIRST_CELLS))  # a stretch's live cells: enter, i, j
     bad = 0
-    for row in range(start, stop):
+    for position in range(order.shape[0]):
+        row = order[position]
         ray_rows[row - start] = False
         wsx, wsy, wsz = starts[row, 0], starts[row, 1], starts[row, 2]
         ex, ey, ez = ends[row, 0], ends[row, 1], ends[row, 2]
@@ -581,12 +583,17 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, stop, ray_
                                         continue
                                     if live == cells.shape[1]:
                                         grown = np.empty((3, 2 * live))
-                                        grown[:, :live] = cells
+                                        for slot in range(live):  # (no slice assignment:
+                                            grown[0, slot] = cells[0, slot]  # its shape
+                                            grown[1, slot] = cells[1, slot]  # check compiles
+                                            grown[2, slot] = cells[2, slot]  # string code)
                                         cells = grown
                                     # In the order of enter (stable: ties keep their order).
                                     slot = live
                                     while slot > 0 and cells[0, slot - 1] > enter:
-                                        cells[:, slot] = cells[:, slot - 1]
+                                        cells[0, slot] = cells[0, slot - 1]
+                                        cells[1, slot] = cells[1, slot - 1]
+                                        cells[2, slot] = cells[2, slot - 1]
                                         slot -= 1
                                     cells[0, slot], cells[1, slot], cells[2, slot] = enter, i, j
                                     live += 1
@@ -660,11 +667,18 @@ def finish_rays(placement, starts, ends, rows, rays, out):
 
 
 def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
-    """Casts start ... stop - 1 (see core/backend.py): cast_rows, then the casts of radius
-    0 as rays clipped to their segments by the ray kernel (``raycast``, on the rays in the
-    terrain's frame), whose answer the numpy reference takes too."""
+    """Casts start ... stop - 1 (see core/backend.py): cast_rows (on a large terrain in the
+    order of the block each cast starts over, so that casts one after another read the same
+    heights and extremes from the cache), then the casts of radius 0 as rays clipped to
+    their segments by the ray kernel (``raycast``, on the rays in the terrain's frame),
+    whose answer the numpy reference takes too."""
     ray_rows = np.empty(stop - start, dtype=np.bool_)
-    bad = cast_rows(arguments, placement, starts, ends, radius, out, start, stop, ray_rows)
+    nx, ny = arguments[5], arguments[6]
+    if stop - start < ray_kernels.SORT_MIN_RAYS or nx * ny < ray_kernels.SORT_MIN_CELLS:
+        order = np.arange(start, stop)
+    else:  # in the order of the block they start over, as the ray kernel does
+        order = ray_kernels._coherent_order(arguments[0], placement, starts, start, stop)
+    bad = cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows, order)
     rows = np.flatnonzero(ray_rows) + start
     if rows.size:
         _, distance, _, point, normal = out
