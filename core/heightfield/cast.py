@@ -37,12 +37,18 @@ a start on a wall). R = 0 is the ray clipped to the segment (the exact walk's an
 Traversal (the hierarchy inflated by R). Clip [0, length] to the footprint box grown by R in
 x and y and in z to [zmin - R, zmax + R] (the solid: below zmax + R), and walk it in
 stretches of STRETCH cells of horizontal travel, all casts together. In a stretch [ta, tb]
-the cells within R of the path lie in the stretch's xy box grown by R; a block (then a cell)
-of it can be touched only while the centre is in its xy rectangle grown by R and the
-centre's z range there (the slab interval's ends) +- R reaches the block's (cell's) max
-(and, for the surface, min): blocks, then cells, are culled by that, and the remaining
-cells' pieces tested. A contact found at or before tb is the first: a piece not yet tested
-is farther than R in xy from the path before tb.
+the cells within R of the path lie in the stretch's xy box grown by R. The pieces of a block
+(then of a cell) lie in its box: its xy rectangle between its least and largest height (the
+solid's border cells: down to -inf, for the walls), so the centre can touch them only
+inside that box grown by R and, for a bounded box, inside the ball of radius R + half its
+diagonal around its middle: a slab and a sphere interval of t, whose start bounds every
+contact with those pieces from below. Blocks, then cells, whose interval misses [ta, tb]
+or starts after the best contact so far are skipped; each cast takes its remaining blocks,
+and their cells, in the order of that bound (the first, then 3 more, 12 more, ...), skipping
+those whose bound passed the best contact found meanwhile. A contact found at or before tb
+is the first: a piece not yet tested is farther than R in xy from the path before tb. Every
+entry found is a real contact, so the answer is the least of them whatever the stretches
+(both backends may cut them differently).
 """
 
 from __future__ import annotations
@@ -118,8 +124,8 @@ def sphere_cast_terrain(terrain, start, direction, radius, length):
 
 
 class _Casts:
-    """The casts of one call, per row: start s, unit (or zero) direction u, radius R,
-    segment length, and the scale of the numbers involved (for EARLY)."""
+    """The casts of one call, per row: start s, unit (or zero) direction u and its length
+    (speed: 1, or 0 for a zero-length cast), radius R and segment length."""
 
     def __init__(self, start, direction, radius, length):
         self.s = [np.asarray(x, dtype=np.float64) for x in start]
@@ -268,6 +274,7 @@ def _stretch(g, cast, rows, ta, tb, best, cell):
     j_low, j_high = g.cell_range(
         np.minimum(ca[1], cb[1]) - R, np.maximum(ca[1], cb[1]) + R, g.y0, g.dy, g.ny - 1
     )
+    box = (i_low, i_high, j_low, j_high)
     # Blocks meeting the box, culled by the block max (min).
     bi_low, bi_high = np.floor(i_low / BLOCK), np.floor(i_high / BLOCK)
     bj_low, bj_high = np.floor(j_low / BLOCK), np.floor(j_high / BLOCK)
@@ -296,10 +303,33 @@ def _stretch(g, cast, rows, ta, tb, best, cell):
     keep = np.flatnonzero((enter <= leave) & (enter <= best[cast_rows]))
     if not keep.size:
         return
-    owner, first_i, first_j, last_i, last_j = (
-        x[keep] for x in (owner, first_i, first_j, last_i, last_j)
-    )
-    # The cells of each block within the box.
+    # Each cast's blocks in the order of their bound: the first, then 3, 12, ... more,
+    # skipping those whose bound passed the best contact found meanwhile.
+    owner, enter = owner[keep], enter[keep]
+    blocks = np.stack([first_i[keep], first_j[keep], last_i[keep], last_j[keep]])
+    order = np.lexsort((enter, owner))
+    owner, enter, blocks = owner[order], enter[order], blocks[:, order]
+    rank = _rank(owner)
+    limit = 1
+    while owner.size:
+        now = np.flatnonzero(rank < limit)
+        _test_blocks(g, cast, rows, ta, tb, owner[now], blocks[:, now], best, cell, box)
+        rest = np.flatnonzero((rank >= limit) & (enter <= best[rows[owner]]))
+        owner, enter, blocks, rank = owner[rest], enter[rest], blocks[:, rest], rank[rest]
+        limit *= 4
+
+
+def _rank(owner):
+    """Each entry's position within its run of equal (sorted) owners."""
+    first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    return np.arange(owner.size) - np.repeat(first, np.diff(np.r_[first, owner.size]))
+
+
+def _test_blocks(g, cast, rows, ta, tb, owner, blocks, best, cell, box):
+    """Test the cells of the blocks (first i, first j, last i, last j) within each cast's
+    box (i_low, i_high, j_low, j_high), culled as the blocks were."""
+    first_i, first_j, last_i, last_j = blocks
+    i_low, i_high, j_low, j_high = box
     ci_low = np.maximum(first_i, i_low[owner])
     ci_high = np.minimum(last_i - 1, i_high[owner])
     cj_low = np.maximum(first_j, j_low[owner])
@@ -338,8 +368,7 @@ def _test_cells(g, cast, rows, i, j, enter, best, cell):
     the next 3, 12, ... while their bound is at most the best contact found."""
     order = np.lexsort((enter, rows))
     rows, i, j, enter = rows[order], i[order], j[order], enter[order]
-    first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    rank = np.arange(rows.size) - np.repeat(first, np.diff(np.r_[first, rows.size]))
+    rank = _rank(rows)
     limit = 1
     while rows.size:
         now = rank < limit
@@ -698,34 +727,68 @@ def _near_box(g, cast, reach):
 
 
 def _nearest_around(g, cast, rows, reach, nearest, point, normal):
-    """The nearest point of T to the starts ``rows`` among the cells within ``reach`` of
-    them (in xy, culled by height), into nearest, point and normal."""
+    """The nearest point of T to the starts ``rows`` among the pieces within ``reach`` of
+    them, into nearest, point and normal: the blocks, then the cells, of the box around
+    each start whose box of pieces (heights from least to largest; the solid's border:
+    down to -inf) is within reach, so a start deep inside the solid looks at the few cells
+    near the surface above it, not at every cell within its depth."""
     s = [x[rows] for x in cast.s]
     r = reach[rows]
     i_low, i_high = g.cell_range(s[0] - r, s[0] + r, g.x0, g.dx, g.nx - 1)
     j_low, j_high = g.cell_range(s[1] - r, s[1] + r, g.y0, g.dy, g.ny - 1)
-    wide = i_high - i_low + 1
-    counts = (wide * (j_high - j_low + 1)).astype(np.int64)
+    bi_low, bi_high = np.floor(i_low / BLOCK), np.floor(i_high / BLOCK)
+    bj_low, bj_high = np.floor(j_low / BLOCK), np.floor(j_high / BLOCK)
+    across = bi_high - bi_low + 1
+    counts = (across * (bj_high - bj_low + 1)).astype(np.int64)
     for part in _batches(counts):
-        sub, k = _expand(counts[part])
-        sub = sub + part.start
-        i = i_low[sub] + k % wide[sub]
-        j = j_low[sub] + k // wide[sub]
-        index = (j * (g.nx - 1) + i).astype(np.intp)
-        z = s[2][sub]
-        keep = g.cell_max[index] >= z - r[sub]
-        if not g.solid:
-            keep &= g.cell_min[index] <= z + r[sub]
-        keep = np.flatnonzero(keep)
-        sub, i, j = sub[keep], i[keep], j[keep]
-        if not sub.size:
-            continue
-        q = [x[sub] for x in s]
-        found, distance, piece_normal = _nearest(g, i, j, q)
-        owner = rows[sub]
-        before = nearest[owner]
-        np.minimum.at(nearest, owner, distance)
-        won = np.flatnonzero((distance == nearest[owner]) & (distance < before))
-        for a in range(3):
-            point[a][owner[won]] = found[a][won]
-            normal[a][owner[won]] = piece_normal[a][won]
+        owner, k = _expand(counts[part])
+        owner = owner + part.start
+        bi = bi_low[owner] + k % across[owner]
+        bj = bj_low[owner] + k // across[owner]
+        first_i, first_j = bi * BLOCK, bj * BLOCK
+        last_i = np.minimum(first_i + BLOCK, g.nx - 1)
+        last_j = np.minimum(first_j + BLOCK, g.ny - 1)
+        block = (bj * g.nbx + bi).astype(np.intp)
+        near = _box_gap(
+            g, s, owner, first_i, last_i, first_j, last_j, g.block_min[block], g.block_max[block]
+        )
+        keep = np.flatnonzero(near <= r[owner])
+        owner, first_i, first_j, last_i, last_j = (
+            x[keep] for x in (owner, first_i, first_j, last_i, last_j)
+        )
+        ci_low = np.maximum(first_i, i_low[owner])
+        ci_high = np.minimum(last_i - 1, i_high[owner])
+        cj_low = np.maximum(first_j, j_low[owner])
+        cj_high = np.minimum(last_j - 1, j_high[owner])
+        wide = ci_high - ci_low + 1
+        cell_counts = (wide * (cj_high - cj_low + 1)).astype(np.int64)
+        for cells in _batches(cell_counts):
+            sub, k = _expand(cell_counts[cells])
+            sub = sub + cells.start
+            i = ci_low[sub] + k % wide[sub]
+            j = cj_low[sub] + k // wide[sub]
+            which = owner[sub]
+            index = (j * (g.nx - 1) + i).astype(np.intp)
+            near = _box_gap(g, s, which, i, i + 1, j, j + 1, g.cell_min[index], g.cell_max[index])
+            keep = np.flatnonzero(near <= r[which])
+            which, i, j = which[keep], i[keep], j[keep]
+            if not which.size:
+                continue
+            found, distance, piece_normal = _nearest(g, i, j, [x[which] for x in s])
+            starts = rows[which]
+            before = nearest[starts]
+            np.minimum.at(nearest, starts, distance)
+            won = np.flatnonzero((distance == nearest[starts]) & (distance < before))
+            for a in range(3):
+                point[a][starts[won]] = found[a][won]
+                normal[a][starts[won]] = piece_normal[a][won]
+
+
+def _box_gap(g, s, which, i_low, i_high, j_low, j_high, bottom, top):
+    """Distance from the starts s[which] to the boxes of cells [i_low, i_high] x [j_low,
+    j_high] between heights bottom and top (a lower bound of their pieces' distance)."""
+    x, y, z = (c[which] for c in s)
+    gap_x = np.maximum(np.maximum(g.x0 + i_low * g.dx - x, x - (g.x0 + i_high * g.dx)), 0.0)
+    gap_y = np.maximum(np.maximum(g.y0 + j_low * g.dy - y, y - (g.y0 + j_high * g.dy)), 0.0)
+    gap_z = np.maximum(np.maximum(bottom - z, z - top), 0.0)
+    return np.sqrt(gap_x * gap_x + gap_y * gap_y + gap_z * gap_z)
