@@ -483,9 +483,11 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows, 
             for j in range(j_low, j_high + 1):
                 for i in range(i_low, i_high + 1):
                     index = j * (nx - 1) + i
-                    if not cell_max[index] >= sz - reach:
-                        continue
-                    if not solid and not cell_min[index] <= sz + reach:
+                    # Only cells whose box of pieces is within reach (cast._box_gap).
+                    gap_x = maximum(maximum(x0 + i * dx - sx, sx - (x0 + (i + 1) * dx)), 0.0)
+                    gap_y = maximum(maximum(y0 + j * dy - sy, sy - (y0 + (j + 1) * dy)), 0.0)
+                    gap_z = maximum(maximum(cell_min[index] - sz, sz - cell_max[index]), 0.0)
+                    if not np.sqrt(gap_x * gap_x + gap_y * gap_y + gap_z * gap_z) <= reach:
                         continue
                     k = j * nx + i
                     found = cell_nearest(
