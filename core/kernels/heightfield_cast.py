@@ -30,8 +30,9 @@ from ..heightfield.cast import EARLY, MARGIN, _Geometry
 from ..heightfield.grid import BLOCK
 from . import heightfield as ray_kernels
 from .cylinder import fmax, fmin, maximum, minimum
-from .rays import INF, NAN, cast_direction, cast_to_local, cast_to_world, finite
+from .rays import INF, NAN, cast_direction, cast_to_local, cast_to_world, finite, transform
 
+AHEAD = 4  # casts: prefetch_cast looks this far ahead
 FIRST_CELLS = 64  # the stretch's cell list grows (doubling) from this many
 # Cells of horizontal travel per stretch. The reference walks all casts together in
 # stretches of 8 cells (numpy's per-call overhead); one cast at a time stops sooner with
@@ -411,6 +412,35 @@ def surface_at(flat, anti_of, has_anti, nx, ny, U, V):
     return c1 + a1 * u + b1 * v, a1, b1
 
 
+@njit(inline="always")
+def prefetch_cast(
+    starts, ends, row, placement, x0, y0, dx, dy, nx, ny, zmin, zmax, flat, cell_max, cell_min
+):  # fmt: skip
+    """Start loading what cast ``row`` will probably read, a few casts ahead (as the ray
+    kernel's _prefetch_ray): the heights and cell extremes where its path enters the box
+    top and halfway down to the lowest height."""
+    sx, sy, sz = starts[row, 0], starts[row, 1], starts[row, 2]
+    ex, ey, ez = ends[row, 0] - sx, ends[row, 1] - sy, ends[row, 2] - sz
+    if placement is not None:
+        inverse, translation = placement[0], placement[1]
+        sx, sy, sz = transform(
+            inverse, sx - translation[0], sy - translation[1], sz - translation[2]
+        )
+        ex, ey, ez = transform(inverse, ex, ey, ez)
+    enter = (zmax - sz) / ez if (ez < 0 and sz > zmax) else 0.0
+    bottom = (zmin - sz) / ez if ez < 0 else enter
+    for t in (enter, 0.5 * (enter + bottom)):
+        U = (sx + t * ex - x0) / dx
+        V = (sy + t * ey - y0) / dy
+        if abs(U) < INF and abs(V) < INF:
+            i = int(min(max(U, 0.0), nx - 2.0))
+            j = int(min(max(V, 0.0), ny - 2.0))
+            ray_kernels._prefetch(flat, j * nx + i)
+            ray_kernels._prefetch(flat, (j + 1) * nx + i)
+            ray_kernels._prefetch(cell_max, j * (nx - 1) + i)
+            ray_kernels._prefetch(cell_min, j * (nx - 1) + i)
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows, order):
     """The casts ``order`` (rows from ``start`` on): results into ``out``; a moving cast of
@@ -429,8 +459,15 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows, 
     y1 = y0 + (ny - 1) * dy
     cells = np.empty((3, FIRST_CELLS))  # a stretch's live cells: enter, i, j
     bad = 0
+    prefetching = nx * ny >= ray_kernels.PREFETCH_MIN_CELLS
     for position in range(order.shape[0]):
         row = order[position]
+        if prefetching and position + AHEAD < order.shape[0]:
+            ahead = order[position + AHEAD]
+            prefetch_cast(
+                starts, ends, ahead, placement, x0, y0, dx, dy, nx, ny, zmin, zmax,
+                flat, cell_max, cell_min,
+            )  # fmt: skip
         ray_rows[row - start] = False
         wsx, wsy, wsz = starts[row, 0], starts[row, 1], starts[row, 2]
         ex, ey, ez = ends[row, 0], ends[row, 1], ends[row, 2]
