@@ -22,19 +22,16 @@ from .rays import (
     cast_to_local,
     cast_to_world,
     finite,
-    keep_cast,
     keep_hit,
     load,
     normal_to_world,
     ray_in_block,
     read_block,
-    read_values,
     segment_blocked,
     segment_ray,
     to_local,
     transform,
     transform_transposed,
-    write_cast_hits,
     write_ray_hits,
 )
 
@@ -492,27 +489,33 @@ def cast_cylinder(p0, frame, h, r, capped, sx, sy, sz, ux, uy, uz, reach):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
+    """Casts start ... stop - 1, one row at a time (a cast's branches keep it from SIMD:
+    the ray kernels' blocks would only cost compile time)."""
     p0, frame, height, cylinder_radius, capped = arguments
-    hit, distance, center_at_contact, point, normal = out
-    block = np.empty((15, BLOCK))
+    hit, distance, center, point, normal = out
+    step = 1 if radius.shape[0] > 1 else 0
     bad = 0
-    for begin in range(start, stop, BLOCK):
-        count = min(BLOCK, stop - begin)
-        read_block(starts, ends, begin, count, block)
-        read_values(radius, begin, count, block, 14)
-        for j in range(count):
-            sx, sy, sz = block[0, j], block[1, j], block[2, j]
-            ex, ey, ez = block[3, j], block[4, j], block[5, j]
-            bad += 0 if finite(sx, sy, sz) and finite(ex, ey, ez) else 1
-            ux, uy, uz, length = cast_direction(sx, sy, sz, ex, ey, ez)
-            block[3, j], block[4, j], block[5, j] = ux, uy, uz
-            lx, ly, lz, lux, luy, luz, local_radius = cast_to_local(
-                placement, sx, sy, sz, ux, uy, uz, block[14, j]
-            )
-            t, px, py, pz, nx, ny, nz = cast_cylinder(
-                p0, frame, height, cylinder_radius, capped, lx, ly, lz, lux, luy, luz, local_radius
-            )
-            t, px, py, pz, nx, ny, nz = cast_to_world(placement, t, px, py, pz, nx, ny, nz)
-            keep_cast(block, j, t, length, px, py, pz, nx, ny, nz)
-        write_cast_hits(block, begin, count, hit, distance, center_at_contact, point, normal)
+    for row in range(start, stop):
+        sx, sy, sz = load(starts, row)
+        ex, ey, ez = load(ends, row)
+        if not (finite(sx, sy, sz) and finite(ex, ey, ez)):
+            bad += 1
+            continue
+        ux, uy, uz, length = cast_direction(sx, sy, sz, ex, ey, ez)
+        lx, ly, lz, lux, luy, luz, local_radius = cast_to_local(
+            placement, sx, sy, sz, ux, uy, uz, radius[row * step]
+        )
+        t, px, py, pz, nx, ny, nz = cast_cylinder(
+            p0, frame, height, cylinder_radius, capped, lx, ly, lz, lux, luy, luz, local_radius
+        )
+        t, px, py, pz, nx, ny, nz = cast_to_world(placement, t, px, py, pz, nx, ny, nz)
+        found = t <= length and t < INF
+        gate = 1.0 if found else NAN
+        hit[row] = found
+        distance[row] = t if found else INF
+        center[row, 0] = sx + (t * gate) * ux
+        center[row, 1] = sy + (t * gate) * uy
+        center[row, 2] = sz + (t * gate) * uz
+        point[row, 0], point[row, 1], point[row, 2] = px * gate, py * gate, pz * gate
+        normal[row, 0], normal[row, 1], normal[row, 2] = nx * gate, ny * gate, nz * gate
     return bad
