@@ -104,9 +104,9 @@ def main():
         count, np.random.default_rng(0)
     ):
         for backend in ("numba", "numpy"):
-            rows = count if backend == "numba" or not terrain else arguments.numpy_terrain
-            origins, directions = all_origins[:rows], all_directions[:rows]
-            ends = all_ends[:rows]
+            used = count if backend == "numba" or not terrain else arguments.numpy_terrain
+            origins, directions = all_origins[:used], all_directions[:used]
+            ends = all_ends[:used]
             with use(backend):
                 ray = functools.partial(raycast, shape, origins, directions, limit)
                 cast = functools.partial(sphere_cast, shape, origins, ends, radius)
@@ -120,12 +120,12 @@ def main():
                 (
                     name,
                     label,
-                    backend if rows == count else f"{backend} ({rows:,})",
-                    f"{ray_cpu / rows * 1e9:.1f} ns",
-                    f"{cast_cpu / rows * 1e9:.1f} ns",
+                    backend if used == count else f"{backend} ({used:,})",
+                    f"{ray_cpu / used * 1e9:.1f} ns",
+                    f"{cast_cpu / used * 1e9:.1f} ns",
                     f"{cast_cpu / ray_cpu:.2f}x",
-                    f"{rows / ray_wall / 1e6:.3f} M/s",
-                    f"{rows / cast_wall / 1e6:.3f} M/s",
+                    f"{used / ray_wall / 1e6:.3f} M/s",
+                    f"{used / cast_wall / 1e6:.3f} M/s",
                     f"{100 * hits:.0f} %",
                 )
             )
