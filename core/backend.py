@@ -12,7 +12,8 @@ How a shape plugs in (core/kernels/sphere.py is a complete example):
   backend, never at import of ``core``. Each kernel compiles on its first call
   (``@njit(cache=True, nogil=True)``, float64, no fastmath), each query on its own.
 * ``shape._kernel_arguments()`` returns the shape's parameters as a tuple (floats, float64
-  arrays) that the module's kernels take first.
+  arrays) that the module's kernels take first; a shape whose sphere cast needs more (the
+  terrain's per-cell extremes) gives its cast kernel ``shape._kernel_cast_arguments()``.
 * The module defines a function per query it supports, a loop over the rays
   ``range(start, stop)`` that returns how many of them were bad (non-finite input or a zero
   direction; core/rays.py then lets the numpy validation name the first one):
