@@ -759,11 +759,7 @@ def occluded(arguments, placement, starts, ends, trim, out, start, stop):
     return _trace(arguments, placement, starts, ends, trim, unused, start, stop, True)
 
 
-def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
-    """Sphere casts (see core/backend.py): kernels/heightfield_cast.py, imported on first
-    use (through backend.kernels, so its kernels go to the same cache)."""
-    from ..backend import kernels
 
-    return kernels("heightfield_cast").sphere_cast(
-        arguments, placement, starts, ends, radius, out, start, stop
-    )
+# Sphere casts: kernels/heightfield_cast.py (imported with this module, so that its kernels
+# are decorated while backend.kernels points numba at our cache; it compiles on first use).
+from .heightfield_cast import sphere_cast  # noqa: E402, F401
