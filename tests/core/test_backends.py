@@ -226,6 +226,10 @@ TERRAIN_TARGETS = {
     "placed surface (scaled and mirrored: folded)": Placed(
         terrain(False), similarity(1.0, ROTATION, (1, 2, 3)) @ np.diag([-1.5, 0.8, 2.0, 1.0])
     ),
+    "nested placed solid (folded as one)": Placed(
+        Placed(terrain(True, DIAGONALS), np.diag([2.0, 0.5, 1.5, 1.0])),
+        similarity(0.7, ROTATION, (-1, 0, 2)),
+    ),
 }
 
 
@@ -273,10 +277,10 @@ def terrain_edge_casts(rng, sizes=(0.0, 0.05, 0.3, 1.0)):
 
 
 def to_world(shape, rows):
-    """Rows given in a terrain's frame, in the world of ``shape`` (a Placed or not)."""
+    """Rows given in a terrain's frame, in the world of ``shape`` (Placed, nested or not)."""
     if not isinstance(shape, Placed):
         return rows
-    return rows @ shape.linear.T + shape.translation
+    return to_world(shape.shape, rows) @ shape.linear.T + shape.translation
 
 
 @pytest.mark.parametrize("name", list(TERRAIN_TARGETS))
