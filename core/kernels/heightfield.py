@@ -759,7 +759,6 @@ def occluded(arguments, placement, starts, ends, trim, out, start, stop):
     return _trace(arguments, placement, starts, ends, trim, unused, start, stop, True)
 
 
-
 # Sphere casts: kernels/heightfield_cast.py (imported with this module, so that its kernels
 # are decorated while backend.kernels points numba at our cache; it compiles on first use).
 from .heightfield_cast import sphere_cast  # noqa: E402, F401

@@ -369,6 +369,15 @@ def cell_nearest(i, j, h00, h10, h01, h11, anti, grid, solid, qx, qy, qz):
 
 
 @njit(error_model="numpy")
+def box_gap(xa, xb, ya, yb, bottom, top, x, y, z):
+    """cast._box_gap: the distance from (x, y, z) to the box (a lower bound of its pieces')."""
+    gap_x = maximum(maximum(xa - x, x - xb), 0.0)
+    gap_y = maximum(maximum(ya - y, y - yb), 0.0)
+    gap_z = maximum(maximum(bottom - z, z - top), 0.0)
+    return np.sqrt(gap_x * gap_x + gap_y * gap_y + gap_z * gap_z)
+
+
+@njit(error_model="numpy")
 def box_entry(xa, xb, ya, yb, bottom, top, ta, tb, sx, sy, sz, ux, uy, uz, R):
     """cast._box_entry: the part [enter, leave] of [ta, tb] where the centre may be within
     R of the pieces in the box (in the box grown by R and, for a finite box, in the ball
@@ -517,22 +526,38 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows, 
         if near or inside:
             i_low, i_high = cell_range(sx - reach, sx + reach, x0, dx, nx - 1)
             j_low, j_high = cell_range(sy - reach, sy + reach, y0, dy, ny - 1)
-            for j in range(j_low, j_high + 1):
-                for i in range(i_low, i_high + 1):
-                    index = j * (nx - 1) + i
-                    # Only cells whose box of pieces is within reach (cast._box_gap).
-                    gap_x = maximum(maximum(x0 + i * dx - sx, sx - (x0 + (i + 1) * dx)), 0.0)
-                    gap_y = maximum(maximum(y0 + j * dy - sy, sy - (y0 + (j + 1) * dy)), 0.0)
-                    gap_z = maximum(maximum(cell_min[index] - sz, sz - cell_max[index]), 0.0)
-                    if not np.sqrt(gap_x * gap_x + gap_y * gap_y + gap_z * gap_z) <= reach:
-                        continue
-                    k = j * nx + i
-                    found = cell_nearest(
-                        i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
-                        has_anti and anti_of[index] > 0.0, grid, solid, sx, sy, sz,
+            # Blocks, then their cells, whose box of pieces is within reach (cast._box_gap),
+            # in the reference's order; among equally near cells the last one's point, as
+            # the reference's scatter keeps it.
+            for bj in range(j_low // BLOCK, j_high // BLOCK + 1):
+                first_j = bj * BLOCK
+                end_j = min(first_j + BLOCK, ny - 1)
+                for bi in range(i_low // BLOCK, i_high // BLOCK + 1):
+                    first_i = bi * BLOCK
+                    end_i = min(first_i + BLOCK, nx - 1)
+                    block = bj * nbx + bi
+                    gap = box_gap(
+                        x0 + first_i * dx, x0 + end_i * dx, y0 + first_j * dy, y0 + end_j * dy,
+                        block_min[block], block_max[block], sx, sy, sz,
                     )  # fmt: skip
-                    if found[0] < nearest:
-                        nearest, px, py, pz, own_x, own_y, own_z = found
+                    if not gap <= reach:
+                        continue
+                    for j in range(max(first_j, j_low), min(end_j - 1, j_high) + 1):
+                        for i in range(max(first_i, i_low), min(end_i - 1, i_high) + 1):
+                            index = j * (nx - 1) + i
+                            gap = box_gap(
+                                x0 + i * dx, x0 + (i + 1) * dx, y0 + j * dy, y0 + (j + 1) * dy,
+                                cell_min[index], cell_max[index], sx, sy, sz,
+                            )  # fmt: skip
+                            if not gap <= reach:
+                                continue
+                            k = j * nx + i
+                            found = cell_nearest(
+                                i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
+                                has_anti and anti_of[index] > 0.0, grid, solid, sx, sy, sz,
+                            )  # fmt: skip
+                            if found[0] < nearest or (found[0] == nearest and found[0] < INF):
+                                nearest, px, py, pz, own_x, own_y, own_z = found
         if inside or nearest <= R:
             t = 0.0
             gx, gy, gz = sx - px, sy - py, sz - pz
@@ -684,14 +709,16 @@ def finish_rays(placement, starts, ends, rows, rays, out):
     """The casts ``rows`` of radius 0 from the ray kernel's answers in the terrain's frame
     (``rays``: hit, distance, point, normal): back to the world as cast_rows does."""
     hit, distance, center, point, normal = out
-    ray_hit, ray_distance, ray_point, ray_normal = rays[0], rays[1], rays[2], rays[3]
+    ray_hit, ray_distance, ray_normal = rays[0], rays[1], rays[3]
     for k in range(rows.shape[0]):
         row = rows[k]
         sx, sy, sz = starts[row, 0], starts[row, 1], starts[row, 2]
         ux, uy, uz, length = cast_direction(sx, sy, sz, ends[row, 0], ends[row, 1], ends[row, 2])
         t = ray_distance[k] if ray_hit[k] else INF
+        # The contact as the reference takes it: start + t direction in the terrain's frame.
+        lx, ly, lz, lux, luy, luz, _ = cast_to_local(placement, sx, sy, sz, ux, uy, uz, 0.0)
         t, px, py, pz, nx, ny, nz = cast_to_world(
-            placement, t, ray_point[k, 0], ray_point[k, 1], ray_point[k, 2],
+            placement, t, lx + t * lux, ly + t * luy, lz + t * luz,
             ray_normal[k, 0], ray_normal[k, 1], ray_normal[k, 2],
         )  # fmt: skip
         found = t <= length and t < INF

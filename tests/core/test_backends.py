@@ -299,6 +299,7 @@ def test_sphere_cast_backends_agree_on_terrains(name):
     ends = starts + rng.normal(0, 3, (n, 3))
     radii = rng.uniform(0, 1.2, n)
     radii[::7] = 0.0
+    radii[::11] = rng.uniform(2, 7, len(radii[::11]))  # many cells per stretch
     ends[::13] = starts[::13]
     # Radius 0 is the ray kernel's walk, which makes the direction unit again: on a placed
     # terrain, a ray exactly through a vertex or along the footprint's edge (in its frame)
