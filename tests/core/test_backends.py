@@ -318,6 +318,28 @@ def test_sphere_cast_backends_agree_on_terrains(name):
     assert_same(compiled, expected, ["distance", "center", "point", "normal"])
 
 
+def test_terrain_casts_on_threads_match_one_thread_and_numpy(monkeypatch):
+    """A batch large enough for the threads (each runs the cast kernel, then the ray kernel
+    for its radius-0 casts) gives the one-thread answers, and the numpy reference's."""
+    shape = TERRAIN_TARGETS["placed surface (scaled and mirrored: folded)"]
+    rng = np.random.default_rng(17)
+    n = 2 * PARALLEL_MIN + 3
+    starts = to_world(shape, rng.uniform((-4, -1, -4), (8, 10, 5), (n, 3)))
+    ends = starts + rng.normal(0, 3, (n, 3))
+    radii = rng.uniform(0, 1, n)
+    radii[::5] = 0.0
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 2)
+    with use("numba"):
+        threaded = sphere_cast(shape, starts, ends, radii)
+        monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 1)
+        single = sphere_cast(shape, starts, ends, radii)
+    with use("numpy"):
+        expected = sphere_cast(shape, starts, ends, radii)
+    assert 0.1 < expected.hit.mean() < 0.9
+    assert_same(threaded, single, ["distance", "center", "point", "normal"])
+    assert_same(threaded, expected, ["distance", "center", "point", "normal"])
+
+
 def test_one_thread_and_threads_give_the_same_answers(monkeypatch):
     shape = SHAPES["oblique cylinder"]
     origins, directions = random_rays(3 * PARALLEL_MIN + 1, 3, seed=5)
