@@ -12,10 +12,12 @@ How a shape plugs in (core/kernels/sphere.py is a complete example):
   backend, never at import of ``core``. Each kernel compiles on its first call, each query
   on its own (float64, no fastmath).
 * ``shape._kernel_arguments()`` returns the shape's parameters as a tuple (floats, ints,
-  bools, float64 arrays) that the module's kernels take first. Its element types must not
-  depend on how the shape was made (an int where a float was, a read-only array where a
-  writable one was: each is a new compile), e.g. every array a read-only view
-  (kernels/heightfield.py's ``_read_only``).
+  bools, float64 arrays) that the module's kernels take first; a shape whose sphere cast
+  needs more (the terrain's per-cell extremes) gives its cast kernel
+  ``shape._kernel_cast_arguments()``. Its element types must not depend on how the shape
+  was made (an int where a float was, a read-only array where a writable one was: each is
+  a new compile), e.g. every array a read-only view (kernels/heightfield.py's
+  ``_read_only``).
 * The module defines a function per query it supports, a loop over the rays
   ``range(start, stop)`` that returns how many of them were bad (non-finite input or a zero
   direction; core/rays.py then lets the numpy validation name the first one):

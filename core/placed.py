@@ -84,6 +84,10 @@ class Placed:
     def _kernel_arguments(self):
         return self.shape._kernel_arguments()
 
+    def _kernel_cast_arguments(self):
+        inner = getattr(self.shape, "_kernel_cast_arguments", None)
+        return self.shape._kernel_arguments() if inner is None else inner()
+
     def _kernel_placement(self):
         if self._placement is None:
             from .kernels.rays import placement
@@ -168,6 +172,16 @@ class Placed:
         if not hasattr(self, "_folded_shape"):
             self._folded_shape = fold(self.linear, self.translation)
         return self._folded_shape
+
+    def _fold(self, linear, translation):
+        """This placed shape placed again by ``x -> linear x + translation``: the product of
+        the two placements folded into the inner shape (None where it has no ``_fold``), so
+        a nested placement folds as one (the compiled kernels see one placement)."""
+        size = self.dimension + 1
+        matrix = np.eye(size)
+        matrix[:-1, :-1] = linear @ self.linear
+        matrix[:-1, -1] = linear @ self.translation + translation
+        return Placed(self.shape, matrix)._folded()
 
     def _sphere_cast_components(self, start, direction, radius, length):
         folded = self._folded()

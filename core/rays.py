@@ -425,8 +425,10 @@ def sphere_cast(shape: Shape, starts: ArrayLike, ends: ArrayLike, radius: ArrayL
     if compiled is not None:
         hit, distance = np.empty(n, dtype=bool), np.empty(n)
         center, point, normal = (np.empty((n, 3)) for _ in range(3))
+        # (A shape may give its cast kernel more than its ray kernel's arguments.)
+        arguments = getattr(shape, "_kernel_cast_arguments", shape._kernel_arguments)
         bad = compiled(
-            shape._kernel_arguments(),
+            arguments(),
             _placement(shape),
             _in_3d(starts),
             _in_3d(ends),

@@ -104,6 +104,7 @@ class Heightfield:
         self._above = Terrain(self.heights, tolerances(self.heights, self.spacing), self._anti)
         self._below = None  # the mirror image, for rays below a surface (built on first use)
         self._kernel_data = None  # the compiled kernel's arguments (built on first use)
+        self._kernel_cast_data = None  # the compiled sphere cast's (built on first use)
         self._cast_arrays = None  # the sphere cast's cell and block extremes (first use)
         self._test = test_bilinear if self.surface == "BILINEAR" else test_triangles
         # A ray exactly parallel to a grid axis may sit a few ulps outside the footprint
@@ -120,6 +121,13 @@ class Heightfield:
     @property
     def kernel_module(self):
         return "heightfield" if self.method == "EXACT" else None
+
+    def _kernel_cast_arguments(self):
+        """The compiled sphere cast's arguments (kernels/heightfield_cast.py): the ray
+        kernel's and the cast's extremes, views of arrays held already."""
+        if self._kernel_cast_data is None:
+            self._kernel_cast_data = kernels("heightfield_cast").cast_arguments(self)
+        return self._kernel_cast_data
 
     def _kernel_arguments(self):
         if self._kernel_data is None:

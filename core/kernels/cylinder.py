@@ -1,6 +1,9 @@
 """Compiled ray vs finite cylinder, capped (a solid) or open (a tube): the one-ray form of
 core/cylinder.py, whose docstring has the math (the side's interval from the 2D ray-circle
-problem, closest approach first, overlapped with the slab between the cap planes).
+problem, closest approach first, overlapped with the slab between the cap planes); and the
+sphere cast against it, the one-cast form of core/cylinder_cast.py (its docstring has the
+math: the box's first point when it lies in the Minkowski sum, else the rim tori by
+monotone Newton on their convex and concave pieces), operand for operand.
 
 Arguments (Cylinder._kernel_arguments): (p0, frame rows u, v, w as a 3x3 array, height,
 radius, capped).
@@ -10,9 +13,14 @@ import numpy as np
 from numba import njit
 
 from ..cylinder import ON_WALL
+from ..cylinder_cast import EPSILON, LEAN_STEPS, NEWTON_STEPS
 from .rays import (
     BLOCK,
     INF,
+    NAN,
+    cast_direction,
+    cast_to_local,
+    cast_to_world,
     finite,
     helper,
     keep_hit,
@@ -149,4 +157,366 @@ def occluded(arguments, placement, starts, ends, trim, out, start, stop):
         lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
         t = ray_cylinder(p0, frame, height, radius, capped, lx, ly, lz, lux, luy, luz)[0]
         blocked[i] = segment_blocked(t / stretch, limit, length, capped)
+    return bad
+
+
+# Sphere cast. numpy's maximum/minimum (NaN wins) and fmax/fmin (NaN loses) as selects.
+@njit(error_model="numpy")
+def maximum(a, b):
+    return a if a > b or a != a else b
+
+
+@njit(error_model="numpy")
+def minimum(a, b):
+    return a if a < b or a != a else b
+
+
+@njit(error_model="numpy")
+def fmax(a, b):
+    return a if a > b or b != b else b
+
+
+@njit(error_model="numpy")
+def fmin(a, b):
+    return a if a < b or b != b else b
+
+
+@njit(error_model="numpy")
+def radial_interval(closest, inverse_speed_squared, miss_squared, along_axis, radius):
+    """_Line.radial_interval: [enter, leave] within ``radius`` of the axis; NaN where
+    never, +-inf for a line along the axis within it."""
+    half = np.sqrt((radius * radius - miss_squared) * inverse_speed_squared)
+    if along_axis and half >= 0.0:
+        return -INF, INF
+    return closest - half, closest + half
+
+
+@njit(error_model="numpy")
+def slab_interval(z0, inverse_dz, parallel, low, high):
+    """_Line.slab_interval: [enter, leave] with low <= z <= high (empty where enter > leave)."""
+    if parallel:
+        inside = z0 >= low and z0 <= high
+        return (-INF, INF) if inside else (INF, -INF)
+    to_low = (low - z0) * inverse_dz
+    to_high = (high - z0) * inverse_dz
+    return minimum(to_low, to_high), maximum(to_low, to_high)
+
+
+@njit(error_model="numpy")
+def torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r):
+    """F(t) = (rho - r)^2 + zeta^2 - R^2 and its slope (cylinder_cast._torus_function)."""
+    s = t - closest
+    a2s = a2 * s
+    rho = np.sqrt(a2s * s + b2)
+    off = rho - r
+    zeta = zeta0 + t * dz
+    f = off * off + zeta * zeta - reach_squared
+    return f, 2.0 * (off * (a2s / (rho + 1e-300)) + zeta * dz)
+
+
+@njit(error_model="numpy")
+def torus_piece(closest, a2, b2, zeta0, dz, reach_squared, tolerance, r, low, high, convex):
+    """The first root of F in the piece [low, high], inf where none: cylinder_cast's
+    _torus_entry for one piece, then _solve, _lean_newton and _newton for one row.
+    (Compiled once, not inlined: its five call sites share it.)"""
+    f, slope = torus_function(low, closest, a2, b2, zeta0, dz, reach_squared, r)
+    if f <= tolerance:
+        return low
+    if not f > tolerance:
+        return INF
+    t = low
+    if not convex:  # positive at its left end, a concave piece has a root only if F(high) <= 0
+        f, slope = torus_function(high, closest, a2, b2, zeta0, dz, reach_squared, r)
+        if not f <= tolerance:
+            return INF
+        t = high
+    # _lean_newton: steps clamped to the piece (a step that does not move ends it: the
+    # steps after it would repeat it).
+    moved = True
+    for _ in range(LEAN_STEPS):
+        after = t - f / slope
+        if convex:
+            after = fmin(fmax(after, t), high)
+        else:
+            after = fmax(fmin(after, t), low)
+        moved = after != t
+        if not moved:
+            break
+        t = after
+        f, slope = torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r)
+    if (f <= tolerance) if convex else (f >= -tolerance or not moved):
+        return t
+    if convex:
+        step = f / slope
+        after = t - step
+        if after > t and after <= high and step * step <= tolerance:
+            return after
+    if not moved:
+        return INF
+    # _newton: monotone from the root's side.
+    for iteration in range(NEWTON_STEPS):
+        if iteration:
+            f, slope = torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r)
+        step = f / slope
+        after = t - step
+        if convex:
+            done = f <= tolerance
+            moving = after > t and after <= high
+            landed = moving and step * step <= tolerance
+        else:
+            moving = after < t and after >= low
+            done = f >= -tolerance or not moving
+            landed = False
+        if done:
+            return t
+        if landed:
+            return after
+        if not moving:
+            return INF
+        t = after
+    return INF
+
+
+@njit(error_model="numpy")
+def torus_entry(x0, y0, z0, dz, rim, r, reach, line, lower, upper, convex):
+    """First t in [lower, upper] inside the solid torus around the rim at height ``rim``,
+    inf where none (cylinder_cast._torus_entry for one row). ``line`` = (closest, a^2,
+    b^2, 1 / a^2)."""
+    closest, a2, b2, inverse_speed_squared = line
+    size = 2.0 * (abs(x0) + abs(y0) + abs(z0 - rim)) + r + 2.0 * reach
+    tolerance = 8.0 * EPSILON * reach * size
+    zeta0, reach_squared = z0 - rim, reach * reach
+    pieces = 1
+    middle_low = middle_high = 0.0
+    if not convex and (b2 < r * r * a2 * a2 or b2 == 0.0):
+        # The concave middle |s| < s_c where rho^3 < r a^2 b^2; only a stretch reaching
+        # into it is cut in three pieces.
+        rho_turn = np.cbrt(r * a2 * b2)
+        half = rho_turn * rho_turn - b2
+        half = np.sqrt((half if half > 0.0 else 0.0) * inverse_speed_squared)
+        middle_low, middle_high = closest - half, closest + half
+        if lower < middle_high and upper > middle_low:
+            pieces = 3
+    found = INF
+    for piece in range(pieces):
+        low, high = lower, upper
+        if pieces == 3:
+            if piece == 0:
+                high = minimum(upper, middle_low)
+            elif piece == 1:
+                low, high = maximum(lower, middle_low), minimum(upper, middle_high)
+            else:
+                low = maximum(lower, middle_high)
+        if low <= high:
+            convex_piece = pieces == 1 or piece != 1
+            root = torus_piece(
+                closest, a2, b2, zeta0, dz, reach_squared, tolerance, r, low, high, convex_piece
+            )
+            found = fmin(found, root)
+    return found
+
+
+@njit(error_model="numpy")
+def tube_entry(x0, y0, z0, dz, inverse_dz, parallel, along_axis, r, h, reach, line, lower, convex):
+    """cylinder_cast._tube_entry for one row: the shell between the end planes skipping the
+    hole, or a rim torus crossed before it. (``convex`` is False: the rims' stretches may
+    reach where F is concave; a variable, so torus_entry compiles once.)"""
+    closest, _, b2, inverse_speed_squared = line
+    outer_enter, outer_leave = radial_interval(
+        closest, inverse_speed_squared, b2, along_axis, r + reach
+    )
+    slab_enter, slab_leave = slab_interval(z0, inverse_dz, parallel, 0.0, h)
+    enter, leave = maximum(outer_enter, slab_enter), minimum(outer_leave, slab_leave)
+    hole = maximum(r - reach, 0.0)
+    hole_enter, hole_leave = radial_interval(closest, inverse_speed_squared, b2, along_axis, hole)
+    if reach >= r or (along_axis and b2 >= hole * hole):
+        hole_enter = NAN
+    first = fmax(enter, lower)
+    if first > hole_enter and first < hole_leave:
+        first = hole_leave
+    distance = first if enter <= leave and first <= leave else INF
+    found = distance
+    for rim in range(2):
+        low, high = (-reach, 0.0) if rim == 0 else (h, h + reach)
+        layer_enter, layer_leave = slab_interval(z0, inverse_dz, parallel, low, high)
+        start = fmax(maximum(outer_enter, layer_enter), lower)
+        stop = fmin(minimum(outer_leave, layer_leave), distance)
+        if start < stop and not (start > hole_enter and stop < hole_leave):
+            rim_found = torus_entry(
+                x0, y0, z0, dz, 0.0 if rim == 0 else h, r, reach, line, start, stop, convex
+            )
+            found = fmin(found, rim_found)
+    return found
+
+
+@njit(error_model="numpy")
+def radial_unit(cx, cy, rho):
+    """(cx, cy) / rho, and (1, 0) on the axis."""
+    on_axis = rho == 0.0
+    scale = 1.0 / (1.0 if on_axis else rho)
+    return cx * scale + (1.0 if on_axis else 0.0), cy * scale
+
+
+@njit(error_model="numpy")
+def contact_capped(cx, cy, cz, r, h):
+    """cylinder_cast._contact_capped (and _contact_capped_odd) for one centre, frame
+    coordinates: the nearest point of the solid and the normal toward the centre."""
+    rho = np.sqrt(cx * cx + cy * cy)
+    off_radial = fmax(rho - r, 0.0)
+    nearest_z = fmin(fmax(cz, 0.0), h)
+    off_axial = cz - nearest_z
+    gap = np.sqrt(off_radial * off_radial + off_axial * off_axial)
+    if not (gap == 0.0 or rho == 0.0):
+        inverse_gap, inverse_rho = 1.0 / gap, 1.0 / rho
+        radial = off_radial * inverse_gap * inverse_rho
+        nearest = (rho - off_radial) * inverse_rho
+        return (
+            nearest * cx,
+            nearest * cy,
+            nearest_z,
+            radial * cx,
+            radial * cy,
+            off_axial * inverse_gap,
+        )
+    # Inside or on the solid (the nearest face), or on the axis.
+    ex, ey = radial_unit(cx, cy, rho)
+    nearest_rho = minimum(rho, r)
+    nearest_z = minimum(maximum(cz, 0.0), h)
+    off_radial, off_axial = rho - nearest_rho, cz - nearest_z
+    gap = np.sqrt(off_radial * off_radial + off_axial * off_axial)
+    inverse_gap = 1.0 / (gap if gap > 0.0 else 1.0)
+    normal_radial, normal_axial = off_radial * inverse_gap, off_axial * inverse_gap
+    if gap == 0.0:
+        to_side, to_bottom, to_top = r - rho, cz, h - cz
+        if to_side <= to_bottom and to_side <= to_top:
+            nearest_rho, normal_radial = r, 1.0
+        elif to_top < to_bottom:
+            nearest_z, normal_axial = h, 1.0
+        else:
+            nearest_z, normal_axial = 0.0, -1.0
+    return (
+        nearest_rho * ex,
+        nearest_rho * ey,
+        nearest_z,
+        normal_radial * ex,
+        normal_radial * ey,
+        normal_axial,
+    )
+
+
+@njit(error_model="numpy")
+def contact_tube(cx, cy, cz, dx, dy, r, h, reach):
+    """cylinder_cast._contact_tube (and _contact_tube_odd) for one centre, frame
+    coordinates: the nearest point of the tube and the normal toward the centre (on the
+    wall: facing the cast)."""
+    rho = np.sqrt(cx * cx + cy * cy)
+    nearest_z = fmin(fmax(cz, 0.0), h)
+    off_radial, off_axial = rho - r, cz - nearest_z
+    gap = np.sqrt(off_radial * off_radial + off_axial * off_axial)
+    if not (gap == 0.0 or rho == 0.0 or reach == 0.0):
+        inverse_gap, inverse_rho = 1.0 / gap, 1.0 / rho
+        radial = off_radial * inverse_gap * inverse_rho
+        scale = r * inverse_rho
+        return scale * cx, scale * cy, nearest_z, radial * cx, radial * cy, off_axial * inverse_gap
+    ex, ey = radial_unit(cx, cy, rho)
+    nearest_z = minimum(maximum(cz, 0.0), h)
+    off_axial = cz - nearest_z
+    gap = np.sqrt(off_radial * off_radial + off_axial * off_axial)
+    if gap == 0.0 or reach == 0.0:  # on the wall: the normal faces the cast
+        normal_radial = -1.0 if ex * dx + ey * dy > 0.0 else 1.0
+        normal_axial = 0.0
+    else:
+        inverse_gap = 1.0 / gap
+        normal_radial, normal_axial = off_radial * inverse_gap, off_axial * inverse_gap
+    return r * ex, r * ey, nearest_z, normal_radial * ex, normal_radial * ey, normal_axial
+
+
+@njit(error_model="numpy")
+def cast_cylinder(p0, frame, h, r, capped, sx, sy, sz, ux, uy, uz, reach):
+    """Centre travel (inf where no contact), contact point and normal of a ball of radius
+    ``reach`` moving from s along u (unit or zero) against the cylinder, in world space."""
+    x0, y0, z0 = transform(frame, sx - p0[0], sy - p0[1], sz - p0[2])
+    dx, dy, dz = transform(frame, ux, uy, uz)
+    # The line (cylinder_cast._Line): radial speed a, closest approach to the axis.
+    a2 = dx * dx + dy * dy
+    along_axis = a2 == 0.0
+    inverse_speed_squared = 1.0 / (a2 if a2 > 1e-300 else 1e-300)
+    closest = -(x0 * dx + y0 * dy) * inverse_speed_squared
+    px, py = x0 + closest * dx, y0 + closest * dy
+    b2 = px * px + py * py
+    parallel = dz == 0.0
+    inverse_dz = 1.0 / (1.0 if parallel else dz)
+    line = (closest, a2, b2, inverse_speed_squared)
+
+    # Fast path: the first point of the box rho <= r + R, -R <= z <= h + R, when it is in M.
+    outer_enter, outer_leave = radial_interval(
+        closest, inverse_speed_squared, b2, along_axis, r + reach
+    )
+    slab_enter, slab_leave = slab_interval(z0, inverse_dz, parallel, -reach, h + reach)
+    enter, leave = maximum(outer_enter, slab_enter), minimum(outer_leave, slab_leave)
+    if not (enter <= leave and leave >= 0.0):
+        return INF, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    first = fmax(enter, 0.0)
+    z = z0 + first * dz
+    s = first - closest
+    rho_squared = a2 * s * s + b2
+    between_caps = z >= 0.0 and z <= h
+    if capped:
+        settled = between_caps or rho_squared <= r * r
+    else:
+        hole = fmax(r - reach, 0.0)
+        settled = between_caps and rho_squared >= hole * hole
+    if settled:
+        t = first
+    elif capped:  # a corner past a rim: that rim's torus, where F is convex
+        rim = h if z > h else 0.0
+        t = torus_entry(x0, y0, z0, dz, rim, r, reach, line, first, leave, capped)
+    else:
+        t = tube_entry(
+            x0, y0, z0, dz, inverse_dz, parallel, along_axis, r, h, reach, line, first, capped
+        )
+    if not t < INF:
+        return INF, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+
+    cx, cy, cz = x0 + t * dx, y0 + t * dy, z0 + t * dz
+    if capped:
+        px, py, pz, nx, ny, nz = contact_capped(cx, cy, cz, r, h)
+    else:
+        px, py, pz, nx, ny, nz = contact_tube(cx, cy, cz, dx, dy, r, h, reach)
+    px, py, pz = transform_transposed(frame, px, py, pz)
+    nx, ny, nz = transform_transposed(frame, nx, ny, nz)
+    return t, p0[0] + px, p0[1] + py, p0[2] + pz, nx, ny, nz
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
+    """Casts start ... stop - 1, one row at a time (a cast's branches keep it from SIMD:
+    the ray kernels' blocks would only cost compile time)."""
+    p0, frame, height, cylinder_radius, capped = arguments
+    hit, distance, center, point, normal = out
+    step = 1 if radius.shape[0] > 1 else 0
+    bad = 0
+    for row in range(start, stop):
+        sx, sy, sz = load(starts, row)
+        ex, ey, ez = load(ends, row)
+        if not (finite(sx, sy, sz) and finite(ex, ey, ez)):
+            bad += 1
+            continue
+        ux, uy, uz, length = cast_direction(sx, sy, sz, ex, ey, ez)
+        lx, ly, lz, lux, luy, luz, local_radius = cast_to_local(
+            placement, sx, sy, sz, ux, uy, uz, radius[row * step]
+        )
+        t, px, py, pz, nx, ny, nz = cast_cylinder(
+            p0, frame, height, cylinder_radius, capped, lx, ly, lz, lux, luy, luz, local_radius
+        )
+        t, px, py, pz, nx, ny, nz = cast_to_world(placement, t, px, py, pz, nx, ny, nz)
+        found = t <= length and t < INF
+        gate = 1.0 if found else NAN
+        hit[row] = found
+        distance[row] = t if found else INF
+        center[row, 0] = sx + (t * gate) * ux
+        center[row, 1] = sy + (t * gate) * uy
+        center[row, 2] = sz + (t * gate) * uz
+        point[row, 0], point[row, 1], point[row, 2] = px * gate, py * gate, pz * gate
+        normal[row, 0], normal[row, 1], normal[row, 2] = nx * gate, ny * gate, nz * gate
     return bad

@@ -770,3 +770,8 @@ def occluded(arguments, placement, starts, ends, trim, out, start, stop):
     (blocked,) = out
     unused = (blocked, np.empty(1), np.empty((1, 3)), np.empty((1, 3)), np.empty((1, 2), np.int64))
     return _trace(arguments, placement, starts, ends, trim, unused, start, stop, True)
+
+
+# Sphere casts: kernels/heightfield_cast.py (imported with this module, so that its kernels
+# are decorated while backend.kernels points numba at our cache; it compiles on first use).
+from .heightfield_cast import sphere_cast  # noqa: E402, F401

@@ -283,3 +283,26 @@ def write_cast_hits(block, begin, count, hit, distance, center, point, normal):
             center[i, axis] = block[axis, j] + (t * gate) * block[3 + axis, j]
             point[i, axis] = block[8 + axis, j] * gate
             normal[i, axis] = block[11 + axis, j] * gate
+
+
+@njit(inline="always", error_model="numpy")
+def cast_direction(sx, sy, sz, ex, ey, ez):
+    """Unit direction and length of the cast start -> end as core/rays.py's sphere_cast
+    takes them (unit_components, then the length as dot(unit, segment)), operand for
+    operand: 1/sqrt of the squared length in the normal range, unit_rows's scaling outside
+    it (a zero-length cast: direction 0, length 0)."""
+    x, y, z = ex - sx, ey - sy, ez - sz
+    length_squared = x * x + y * y + z * z
+    if length_squared > 1e-290 and length_squared < 1e290:
+        inverse = 1.0 / np.sqrt(length_squared)
+        ux, uy, uz = x * inverse, y * inverse, z * inverse
+    else:
+        ax, ay, az = abs(x), abs(y), abs(z)
+        scale = ax if ax > ay else ay
+        scale = scale if scale > az else az
+        scale = scale if scale > 0.0 else 1.0
+        ux, uy, uz = x / scale, y / scale, z / scale
+        length = np.sqrt(ux * ux + uy * uy + uz * uz)
+        length = length if length > 0.0 else 1.0
+        ux, uy, uz = ux / length, uy / length, uz / length
+    return ux, uy, uz, ux * x + uy * y + uz * z

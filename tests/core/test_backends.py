@@ -12,7 +12,7 @@ import numba
 import numpy as np
 import pytest
 
-from core import Cylinder, Placed, Sphere, raycast, sphere_cast
+from core import Cylinder, Heightfield, Placed, Sphere, raycast, sphere_cast
 from core import backend as active_backend
 from core.backend import PARALLEL_MIN, use
 
@@ -90,10 +90,25 @@ def test_raycast_backends_agree(name, n):
     assert_same(compiled, expected, ["distance", "point", "normal"])
 
 
+# A placement scaling a cylinder along its axis (local z) and uniformly across: folded.
+STRETCH_ALONG_Z = np.diag([1.3, 1.3, 2.5, 1.0])
+
 CAST_TARGETS = {
     "sphere": Sphere((0.3, -0.2, 0.5), 1.7),
     "circle": Sphere((0.3, -0.2), 1.7),
     "placed sphere": Placed(Sphere((1, 0, 0), 0.8), similarity(1.5, ROTATION, (0, 1, -1))),
+    "cylinder along z": Cylinder((0, 0, -1), (0, 0, 2), 1.3),
+    "oblique cylinder": Cylinder((0.5, -1, 0.2), (-1, 2, 1.5), 0.9),
+    "open tube": Cylinder((0.5, -1, 0.2), (-1, 2, 1.5), 0.9, capped=False),
+    "open tube along x": Cylinder((-2, 0, 0), (2, 0, 0), 1.0, capped=False),
+    "placed cylinder (folded)": Placed(
+        Cylinder((0, 0, -1), (0, 0, 1), 0.7),
+        similarity(1.0, ROTATION, (0.5, 0, -1)) @ STRETCH_ALONG_Z,
+    ),
+    "nested placed tube (folded)": Placed(
+        Placed(Cylinder((0, 0, -1), (0, 0, 1), 0.7, capped=False), STRETCH_ALONG_Z),
+        similarity(0.8, ROTATION, (0.5, 0, -1)),
+    ),
 }
 
 
@@ -111,6 +126,218 @@ def test_sphere_cast_backends_agree(name, n):
         compiled = sphere_cast(shape, starts, ends, radius)
     assert expected.hit.sum() > n // 50
     assert_same(compiled, expected, ["distance", "center", "point", "normal"])
+
+
+def cylinder_edge_casts(r, h, rng):
+    """Casts at the edges of sphere casts against the cylinder of radius r from z = 0 to h
+    along z, with their radii: rims (horizontal and oblique casts touching a rim torus,
+    down the axis onto the rim ring, over the cap's plane at height h + R), grazing the
+    side (closest approach r + R), parallel to the axis onto a cap or through the hole,
+    inside the tube, starts in overlap, on the axis, parallel to the caps, far away."""
+    starts, ends, radii = [], [], []
+
+    def add(start, end, radius):
+        starts.append(start)
+        ends.append(end)
+        radii.append(radius)
+
+    for radius in (0.05 * r, 0.5 * r, r, 2.0 * r):
+        for angle in rng.uniform(0, 2 * np.pi, 6):
+            c, s = np.cos(angle), np.sin(angle)
+            for rim in (0.0, h):
+                side = 1.0 if rim == h else -1.0
+                # Horizontal at heights across the rim's layer: the torus, tangent at R.
+                for lift in (0.0, 0.3, 0.9, 1.0, 1.0 + 1e-12):
+                    z = rim + side * lift * radius
+                    add((-5 * c, -5 * s, z), (5 * c, 5 * s, z), radius)
+                # Down (or up) the axis direction at radial offsets around r .. r + R.
+                for offset in (0.0, 0.5, 0.999, 1.0, 1.0 + 1e-13, 1.2):
+                    rho = r + offset * radius
+                    x, y = rho * c, rho * s
+                    add((x, y, rim + side * 4), (x, y, rim - side * 4), radius)
+                # Oblique, aimed at the rim ring.
+                target = np.array((r * c, r * s, rim))
+                away = np.array((c, s, side)) * rng.uniform(2, 6)
+                add(target + away, target - away, radius)
+            # Grazing the side: closest approach r + R, horizontal and oblique.
+            for slope in (0.0, 0.4):
+                for miss in (1.0 - 1e-12, 1.0, 1.0 + 1e-12):
+                    b = (r + radius) * miss
+                    start = np.array((-5 * s + b * c, 5 * c + b * s, 0.5 * h - 5 * slope))
+                    end = np.array((5 * s + b * c, -5 * c + b * s, 0.5 * h + 5 * slope))
+                    add(start, end, radius)
+            # Parallel to the caps at heights around the cap layers.
+            for z in (-radius, -0.5 * radius, 0.0, 0.5 * h, h, h + radius, h + 1.5 * radius):
+                add((-4 * c, -4 * s + 0.3, z), (4 * c, 4 * s + 0.3, z), radius)
+        # Inside the tube (the hole) and in overlap: short casts in random directions.
+        for _ in range(8):
+            rho, angle = rng.uniform(0, r), rng.uniform(0, 2 * np.pi)
+            start = np.array((rho * np.cos(angle), rho * np.sin(angle), rng.uniform(-1, h + 1)))
+            move = rng.normal(size=3)
+            add(start, start + move * rng.uniform(0.1, 4), radius)
+            add(start, start + (0, 0, rng.choice((-4.0, 4.0))), radius)  # along the axis
+            near = np.array((r + rng.uniform(-radius, radius), 0, rng.uniform(-radius, h)))
+            add(near, near + move, radius)  # starts in overlap
+        add((0, 0, 0.5 * h), (0, 0, 0.5 * h), radius)  # zero-length, on the axis
+        add((0, 0, h + 3), (0, 0, -3), radius)  # down the axis
+        add((1e4, 3e3, -2e3), (0.1, 0.2, 0.5 * h), radius)  # far starts
+        add((r + radius, 0, -1e4), (r + radius, 0, 1e4), radius)
+    return np.array(starts, dtype=float), np.array(ends, dtype=float), np.array(radii)
+
+
+@pytest.mark.parametrize("capped", [True, False])
+@pytest.mark.parametrize("placed", [False, True])
+def test_sphere_cast_backends_agree_at_cylinder_edges(capped, placed):
+    """Rims, grazing casts, casts inside the tube, in overlap and parallel to the axis or
+    the caps: the compiled kernel takes the numpy reference's branches (a hit/miss or a
+    Newton start that differs shows here), on a cylinder along z and on the same cylinder
+    turned and moved (a frame with no zero weights)."""
+    r, h = 0.8, 1.5
+    cylinder = Cylinder((0, 0, 0), (0, 0, h), r, capped=capped)
+    starts, ends, radii = cylinder_edge_casts(r, h, np.random.default_rng(7))
+    if placed:
+        turn, move = ROTATION, np.array((0.3, -2.0, 1.0))
+        cylinder = Cylinder(move, turn @ (0, 0, h) + move, r, capped=capped)
+        starts, ends = starts @ turn.T + move, ends @ turn.T + move
+    with use("numpy"):
+        expected = sphere_cast(cylinder, starts, ends, radii)
+    with use("numba"):
+        compiled = sphere_cast(cylinder, starts, ends, radii)
+    assert 0.3 < expected.hit.mean() < 0.95  # hits and misses
+    assert_same(compiled, expected, ["distance", "center", "point", "normal"])
+
+
+TERRAIN_HEIGHTS = np.random.default_rng(11).normal(0, 0.6, (9, 12)).cumsum(axis=0)
+TERRAIN_HEIGHTS[3, 4] = TERRAIN_HEIGHTS[3, 5] = TERRAIN_HEIGHTS[4, 4] = 0.25  # a flat spot
+DIAGONALS = np.random.default_rng(12).random((8, 11)) < 0.5
+SPACING, ORIGIN = (0.7, 0.9), (-2.0, 1.0)
+
+
+def terrain(solid, diagonals=None):
+    return Heightfield(TERRAIN_HEIGHTS, SPACING, ORIGIN, diagonals=diagonals, solid=solid)
+
+
+TERRAIN_TARGETS = {
+    "solid": terrain(True),
+    "surface": terrain(False),
+    "solid, diagonals": terrain(True, DIAGONALS),
+    "surface, diagonals": terrain(False, DIAGONALS),
+    "placed solid (rigid)": Placed(terrain(True, DIAGONALS), similarity(1.0, ROTATION, (1, 2, 3))),
+    "placed surface (scaled and mirrored: folded)": Placed(
+        terrain(False), similarity(1.0, ROTATION, (1, 2, 3)) @ np.diag([-1.5, 0.8, 2.0, 1.0])
+    ),
+    "nested placed solid (folded as one)": Placed(
+        Placed(terrain(True, DIAGONALS), np.diag([2.0, 0.5, 1.5, 1.0])),
+        similarity(0.7, ROTATION, (-1, 0, 2)),
+    ),
+}
+
+
+def terrain_edge_casts(rng, sizes=(0.0, 0.05, 0.3, 1.0)):
+    """Casts at the edges of the terrain (in its frame, heights TERRAIN_HEIGHTS), with
+    radii: down onto vertices and along grid lines, horizontal along grid lines at the
+    heights, starts in overlap (just above and below the surface, inside the solid), into
+    the walls and under the sheet's edge, at the footprint's corners, radius 0 and zero
+    length, far starts."""
+    ny, nx = TERRAIN_HEIGHTS.shape
+    (x0, y0), (dx, dy) = ORIGIN, SPACING
+    xs, ys = x0 + dx * np.arange(nx), y0 + dy * np.arange(ny)
+    low, high = TERRAIN_HEIGHTS.min(), TERRAIN_HEIGHTS.max()
+    starts, ends, radii = [], [], []
+
+    def add(start, end, radius):
+        starts.append(start)
+        ends.append(end)
+        radii.append(radius)
+
+    for radius in sizes:
+        for _ in range(6):
+            i, j = rng.integers(0, nx), rng.integers(0, ny)
+            z = TERRAIN_HEIGHTS[j, i]
+            add((xs[i], ys[j], high + 2), (xs[i], ys[j], low - 2), radius)  # onto a vertex
+            add((xs[i], ys[j], low - 3), (xs[i], ys[j], high + 3), radius)  # up from below
+            x = rng.uniform(xs[0], xs[-1])
+            add((x, ys[j], high + 2), (x, ys[j], low - 2), radius)  # down a grid line
+            add((xs[0] - 2, ys[j], z), (xs[-1] + 2, ys[j], z), radius)  # along a grid line
+            add((xs[i], ys[0] - 2, z - 0.5), (xs[i], ys[-1] + 2, z + 0.5), radius)
+            gap = rng.uniform(-1, 1) * radius  # a start in overlap (or on the surface)
+            add((xs[i], ys[j], z + gap), (xs[i] + 1, ys[j] - 1, z + gap - 1), radius)
+            add((xs[i], ys[j], z - 0.2), (xs[i] + 0.3, ys[j], z + 2), radius)  # inside
+            wall_z = rng.uniform(low - 1, high)  # into the walls, under the sheet's edge
+            add((xs[0] - 3, ys[j] + 0.1, wall_z), (xs[-1], ys[j] + 0.2, wall_z), radius)
+            add((xs[i] + 0.1, ys[-1] + 3, wall_z), (xs[i] + 0.2, ys[0], wall_z + 0.3), radius)
+        for cx, cy in ((xs[0], ys[0]), (xs[-1], ys[0]), (xs[0], ys[-1]), (xs[-1], ys[-1])):
+            for z in (low - 1, high + 0.5):  # toward the corner lines
+                add((cx + 3, cy + 2.5, z), (cx - 3, cy - 2.5, z), radius)
+                add((cx - 3, cy + 2.5, z), (cx + 3, cy - 2.5, z), radius)
+        middle = (xs[nx // 2], ys[ny // 2], high + 0.5)
+        add(middle, middle, radius)  # zero length
+        add((1e4, -3e3, 2e3), (xs[3], ys[4], low), radius)  # far
+    return np.array(starts, dtype=float), np.array(ends, dtype=float), np.array(radii)
+
+
+def to_world(shape, rows):
+    """Rows given in a terrain's frame, in the world of ``shape`` (Placed, nested or not)."""
+    if not isinstance(shape, Placed):
+        return rows
+    return to_world(shape.shape, rows) @ shape.linear.T + shape.translation
+
+
+@pytest.mark.parametrize("name", list(TERRAIN_TARGETS))
+def test_sphere_cast_backends_agree_on_terrains(name):
+    """Random casts and edge casts (terrain_edge_casts) against both terrain models, with
+    and without diagonals, placed rigidly and folded: the compiled kernel finds the
+    numpy reference's contacts (hits, distances, centres, points, normals)."""
+    shape = TERRAIN_TARGETS[name]
+    rng = np.random.default_rng(13)
+    n = 1500
+    (x0, y0), (dx, dy) = ORIGIN, SPACING
+    ny, nx = TERRAIN_HEIGHTS.shape
+    box_low = np.array((x0 - 2, y0 - 2, TERRAIN_HEIGHTS.min() - 2))
+    box_high = np.array((x0 + nx * dx + 2, y0 + ny * dy + 2, TERRAIN_HEIGHTS.max() + 2))
+    starts = rng.uniform(box_low, box_high, (n, 3))
+    ends = starts + rng.normal(0, 3, (n, 3))
+    radii = rng.uniform(0, 1.2, n)
+    radii[::7] = 0.0
+    radii[::11] = rng.uniform(2, 7, len(radii[::11]))  # many cells per stretch
+    ends[::13] = starts[::13]
+    # Radius 0 is the ray kernel's walk, which makes the direction unit again: on a placed
+    # terrain, a ray exactly through a vertex or along the footprint's edge (in its frame)
+    # may then pass on the other side by an ulp; random rays only there.
+    radius_zero = () if isinstance(shape, Placed) else (0.0,)
+    edge_starts, edge_ends, edge_radii = terrain_edge_casts(rng, radius_zero + (0.05, 0.3, 1.0))
+    starts = to_world(shape, np.concatenate((starts, edge_starts)))
+    ends = to_world(shape, np.concatenate((ends, edge_ends)))
+    radii = np.concatenate((radii, edge_radii))
+    with use("numpy"):
+        expected = sphere_cast(shape, starts, ends, radii)
+    with use("numba"):
+        compiled = sphere_cast(shape, starts, ends, radii)
+    assert 0.2 < expected.hit.mean() < 0.9
+    assert (expected.distance == 0).sum() > 20  # starts in overlap
+    assert_same(compiled, expected, ["distance", "center", "point", "normal"])
+
+
+def test_terrain_casts_on_threads_match_one_thread_and_numpy(monkeypatch):
+    """A batch large enough for the threads (each runs the cast kernel, then the ray kernel
+    for its radius-0 casts) gives the one-thread answers, and the numpy reference's."""
+    shape = TERRAIN_TARGETS["placed surface (scaled and mirrored: folded)"]
+    rng = np.random.default_rng(17)
+    n = 2 * PARALLEL_MIN + 3
+    starts = to_world(shape, rng.uniform((-4, -1, -4), (8, 10, 5), (n, 3)))
+    ends = starts + rng.normal(0, 3, (n, 3))
+    radii = rng.uniform(0, 1, n)
+    radii[::5] = 0.0
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 2)
+    with use("numba"):
+        threaded = sphere_cast(shape, starts, ends, radii)
+        monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 1)
+        single = sphere_cast(shape, starts, ends, radii)
+    with use("numpy"):
+        expected = sphere_cast(shape, starts, ends, radii)
+    assert 0.1 < expected.hit.mean() < 0.9
+    assert_same(threaded, single, ["distance", "center", "point", "normal"])
+    assert_same(threaded, expected, ["distance", "center", "point", "normal"])
 
 
 def test_one_thread_and_threads_give_the_same_answers(monkeypatch):

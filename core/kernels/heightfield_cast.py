@@ -1,0 +1,763 @@
+"""Compiled sphere cast vs Heightfield (TRIANGLES, solid and surface): the one-cast form of
+core/heightfield/cast.py, whose docstring has the math (faces, edge cylinders, vertex
+balls, the solid's walls and corner lines; starts in overlap first; the path walked in
+stretches, blocks and cells culled by their max/min inflated by R). Every expression is the
+reference's, operand for operand, so both backends find the same contact (float64, no
+fastmath).
+
+Per cast, like the ray walk (kernels/heightfield.py): decide the overlap at the start (the
+nearest point of the cells within R, or within the bound of a start inside the solid),
+clip the path to the footprint box grown by R, then per stretch gather the cells whose box
+grown by R (and the ball around it) the path meets before the best contact so far, test
+them in the order the path meets their boxes, and stop once the best contact is in the
+stretch. The order of the tests changes nothing but the work: the contact is the least
+entry over the pieces. A cast of radius 0 is the ray clipped to the segment: the ray
+kernel answers it (``sphere_cast``, after the casts' own pass).
+
+Helpers take scalars only (a call taking an array costs reference counting, which the
+threads contend for); the arrays are read in ``cast_rows``.
+
+Arguments (``cast_arguments``): the ray kernel's tuple, then the grid (x0, y0, dx, dy, nx,
+ny), heights (flat), diagonals (1.0 where anti) and whether there are any, solid, zmin,
+zmax, the blocks per row, the block and cell maxima and minima (cast.py's _Geometry) and
+the scale of the coordinates (for EARLY).
+"""
+
+import numpy as np
+from numba import njit
+
+from ..heightfield.cast import EARLY, MARGIN, _Geometry
+from ..heightfield.grid import BLOCK
+from . import heightfield as ray_kernels
+from .cylinder import fmax, fmin, maximum, minimum
+from .rays import INF, NAN, cast_direction, cast_to_local, cast_to_world, finite, transform
+
+AHEAD = 4  # casts: prefetch_cast looks this far ahead
+FIRST_CELLS = 64  # the stretch's cell list grows (doubling) from this many
+# Cells of horizontal travel per stretch. The reference walks all casts together in
+# stretches of 8 cells (numpy's per-call overhead); one cast at a time stops sooner with
+# shorter ones: fewer cells are boxed past the contact. (The answer is the least entry over
+# the pieces: the stretches change only the work.)
+STRETCH = 2.0
+
+
+def cast_arguments(field):
+    """The tuple the kernel takes (module docstring), from cast.py's own _Geometry."""
+    g = _Geometry(field)
+    anti = g.anti
+    return (
+        field._kernel_arguments(),
+        float(g.x0),
+        float(g.y0),
+        float(g.dx),
+        float(g.dy),
+        int(g.nx),
+        int(g.ny),
+        ray_kernels._read_only(g.flat),
+        ray_kernels._read_only(np.zeros(1) if anti is None else anti),
+        anti is not None,
+        bool(g.solid),
+        float(g.zmin),
+        float(g.zmax),
+        int(g.nbx),
+        ray_kernels._read_only(g.block_max),
+        ray_kernels._read_only(g.cell_max),
+        ray_kernels._read_only(g.block_min),
+        ray_kernels._read_only(g.cell_min),
+        float(g.scale),
+    )
+
+
+@njit(error_model="numpy")
+def slab(p, d, low, high):
+    """cast._slab: the interval of t where p + t d is in [low, high]."""
+    if d == 0.0:
+        inside = p >= low and p <= high
+        return (-INF, INF) if inside else (INF, -INF)
+    inverse = 1.0 / d
+    ta = (low - p) * inverse
+    tb = (high - p) * inverse
+    return minimum(ta, tb), maximum(ta, tb)
+
+
+@njit(error_model="numpy")
+def accept(t, early):
+    """cast._accept: t >= 0 (at most ``early`` before 0: 0), else inf."""
+    if t >= -early:
+        return t if t > 0.0 else 0.0
+    return INF
+
+
+@njit(error_model="numpy")
+def cell_range(low, high, origin, spacing, cells):
+    """_Geometry.cell_range: first and last cell meeting [low, high], clamped."""
+    first = np.floor((low - origin) / spacing - MARGIN)
+    last = np.floor((high - origin) / spacing + MARGIN)
+    first = minimum(maximum(first, 0.0), cells - 1.0)
+    last = minimum(maximum(last, 0.0), cells - 1.0)
+    return int(first), int(last)
+
+
+@njit(error_model="numpy")
+def in_triangle(which, anti, u, v):
+    """_Cell.in_triangle at the cell's (u, v)."""
+    if which == 0:
+        if anti:
+            return u >= 0.0 and v >= 0.0 and u + v <= 1.0
+        return v >= 0.0 and u <= 1.0 and u >= v
+    if anti:
+        return u <= 1.0 and v <= 1.0 and u + v >= 1.0
+    return u >= 0.0 and v <= 1.0 and v >= u
+
+
+@njit(error_model="numpy")
+def face(which, h00, h10, h01, h11, anti, xa, xb, ya, yb, dx, dy):
+    """_Cell.faces for triangle ``which``: a point of its plane and its unit up normal."""
+    if which == 0:
+        du = h10 - h00
+        dv = (h01 - h00) if anti else (h11 - h10)
+        ax, ay, az = xb, ya, h10
+    else:
+        du = h11 - h01
+        dv = (h11 - h10) if anti else (h01 - h00)
+        ax, ay, az = xa, yb, h01
+    nx_, ny_ = -du / dx, -dv / dy
+    inverse = 1.0 / np.sqrt(nx_ * nx_ + ny_ * ny_ + 1.0)
+    return ax, ay, az, nx_ * inverse, ny_ * inverse, inverse
+
+
+@njit(error_model="numpy")
+def edge_points(k, h00, h10, h01, h11, anti, xa, xb, ya, yb):
+    """_Cell.edges: edge ``k`` of the cell's 5 (4 sides and the diagonal) as two points."""
+    if k == 0:
+        return xa, ya, h00, xb, ya, h10
+    if k == 1:
+        return xa, ya, h00, xa, yb, h01
+    if k == 2:
+        return xb, ya, h10, xb, yb, h11
+    if k == 3:
+        return xa, yb, h01, xb, yb, h11
+    if anti:
+        return xb, ya, h10, xa, yb, h01
+    return xa, ya, h00, xb, yb, h11
+
+
+@njit(error_model="numpy")
+def wall(k, h00, h10, h01, h11, xa, xb, ya, yb):
+    """_Cell.walls: wall ``k`` (x = xa, x = xb, y = ya, y = yb) as (axis, plane, outward
+    sign, span low, span high, height at low, height at high)."""
+    if k == 0:
+        return 0, xa, -1.0, ya, yb, h00, h01
+    if k == 1:
+        return 0, xb, 1.0, ya, yb, h10, h11
+    if k == 2:
+        return 1, ya, -1.0, xa, xb, h00, h10
+    return 1, yb, 1.0, xa, xb, h01, h11
+
+
+@njit(error_model="numpy")
+def on_border(k, i, j, last_i, last_j):
+    """Whether the cell (i, j) has wall ``k`` (is on that side of the footprint)."""
+    if k == 0:
+        return i == 0
+    if k == 1:
+        return i == last_i
+    if k == 2:
+        return j == 0
+    return j == last_j
+
+
+@njit(error_model="numpy")
+def corner(k, i, j, last_i, last_j, h00, h10, h01, h11, xa, xb, ya, yb):
+    """_Cell.corners: whether the cell holds the footprint's corner ``k`` (00, 10, 01, 11)
+    and that corner's point."""
+    if k == 0:
+        return i == 0 and j == 0, xa, ya, h00
+    if k == 1:
+        return i == last_i and j == 0, xb, ya, h10
+    if k == 2:
+        return i == 0 and j == last_j, xa, yb, h01
+    return i == last_i and j == last_j, xb, yb, h11
+
+
+@njit(error_model="numpy")
+def edge_entry(ax, ay, az, bx, by, bz, sx, sy, sz, ux, uy, uz, R, early):
+    """cast._edge_entry: entry into the cylinder of radius R around a -> b, foot on it."""
+    ex, ey, ez = bx - ax, by - ay, bz - az
+    mx, my, mz = sx - ax, sy - ay, sz - az
+    inverse_ee = 1.0 / (ex * ex + ey * ey + ez * ez)
+    me = (mx * ex + my * ey + mz * ez) * inverse_ee
+    ue = (ux * ex + uy * ey + uz * ez) * inverse_ee
+    px, py, pz = mx - me * ex, my - me * ey, mz - me * ez
+    qx, qy, qz = ux - ue * ex, uy - ue * ey, uz - ue * ez
+    speed = qx * qx + qy * qy + qz * qz
+    closest = -(px * qx + py * qy + pz * qz) / speed
+    wx, wy, wz = px + closest * qx, py + closest * qy, pz + closest * qz
+    miss = wx * wx + wy * wy + wz * wz
+    if not (miss <= R * R and speed > 0.0):
+        return INF
+    t = closest - np.sqrt((R * R - miss) / speed)
+    foot = me + t * ue
+    if foot >= 0.0 and foot <= 1.0:
+        return accept(t, early)
+    return INF
+
+
+@njit(error_model="numpy")
+def vertex_entry(px, py, pz, sx, sy, sz, ux, uy, uz, R, early):
+    """cast._vertex_entry: entry into the ball of radius R around p."""
+    mx, my, mz = sx - px, sy - py, sz - pz
+    closest = -(mx * ux + my * uy + mz * uz)
+    wx, wy, wz = mx + closest * ux, my + closest * uy, mz + closest * uz
+    miss = wx * wx + wy * wy + wz * wz
+    if not miss <= R * R:
+        return INF
+    return accept(closest - np.sqrt(R * R - miss), early)
+
+
+@njit(error_model="numpy")
+def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, uz, R, early):
+    """cast._entries for one cast and one cell: the least entry into its pieces (faces,
+    edges, vertices and, for the solid on the border, walls and corner lines). ``grid`` =
+    (x0, y0, dx, dy, last cell i, last cell j)."""
+    x0, y0, dx, dy, last_i, last_j = grid
+    xa, xb = x0 + i * dx, x0 + (i + 1) * dx
+    ya, yb = y0 + j * dy, y0 + (j + 1) * dy
+    best = INF
+    face_0 = face_1 = False  # whether a face's entry is valid (then it is its triangle's)
+    for which in range(2):
+        ax, ay, az, nx, ny, nz = face(which, h00, h10, h01, h11, anti, xa, xb, ya, yb, dx, dy)
+        off = nx * (sx - ax) + ny * (sy - ay) + nz * (sz - az)
+        nu = nx * ux + ny * uy + nz * uz
+        sigma = 1.0 if nu < 0.0 else -1.0
+        t = (sigma * R - off) / nu
+        qx = sx + t * ux - sigma * R * nx
+        qy = sy + t * uy - sigma * R * ny
+        valid = (nu < 0.0) if solid else (nu != 0.0)
+        if valid and in_triangle(which, anti, (qx - xa) / dx, (qy - ya) / dy):
+            best = fmin(best, accept(t, early))
+            if which == 0:
+                face_0 = True
+            else:
+                face_1 = True
+    # A triangle's ball-sum is convex and the face's offset plane supports it: where the
+    # face entry is valid it is the triangle's first entry, and its edges' and vertices'
+    # entries (equal or later) need no test (the reference tests them all: the least is
+    # the same up to rounding where they tie, at the triangle's border).
+    for k in range(5):
+        if k == 4:
+            needed = not (face_0 and face_1)
+        elif anti:
+            needed = not (face_0 if k <= 1 else face_1)
+        else:
+            needed = not (face_0 if k == 0 or k == 2 else face_1)
+        if needed:
+            ax, ay, az, bx, by, bz = edge_points(k, h00, h10, h01, h11, anti, xa, xb, ya, yb)
+            entry = edge_entry(ax, ay, az, bx, by, bz, sx, sy, sz, ux, uy, uz, R, early)
+            best = fmin(best, entry)
+    for k in range(4):
+        if anti:
+            needed = not (face_0 if k == 0 else (face_1 if k == 3 else face_0 and face_1))
+        else:
+            needed = not (face_0 if k == 1 else (face_1 if k == 2 else face_0 and face_1))
+        if needed:
+            px = xb if k == 1 or k == 3 else xa
+            py = yb if k >= 2 else ya
+            pz = h00 if k == 0 else (h10 if k == 1 else (h01 if k == 2 else h11))
+            best = fmin(best, vertex_entry(px, py, pz, sx, sy, sz, ux, uy, uz, R, early))
+    if not solid:
+        return best
+    walls = INF
+    for k in range(4):
+        if not on_border(k, i, j, last_i, last_j):
+            continue
+        axis, plane, sign, low, high, h_low, h_high = wall(k, h00, h10, h01, h11, xa, xb, ya, yb)
+        s_axis, s_other = (sx, sy) if axis == 0 else (sy, sx)
+        ua, uo = (ux, uy) if axis == 0 else (uy, ux)
+        # Moving toward the wall from outside, its offset reaches R.
+        t = (plane + sign * R - s_axis) / ua
+        along = s_other + t * uo
+        z = sz + t * uz
+        top = h_low + (h_high - h_low) * ((along - low) / (high - low))
+        if sign * ua < 0.0 and along >= low and along <= high and z <= top:
+            walls = fmin(walls, accept(t, early))
+    for k in range(4):
+        has, px, py, pz = corner(k, i, j, last_i, last_j, h00, h10, h01, h11, xa, xb, ya, yb)
+        if not has:
+            continue
+        # The vertical cylinder around the corner line: a circle in xy.
+        mx, my = sx - px, sy - py
+        speed = ux * ux + uy * uy
+        closest = -(mx * ux + my * uy) / speed
+        wx, wy = mx + closest * ux, my + closest * uy
+        miss = wx * wx + wy * wy
+        t = closest - np.sqrt((R * R - miss) / speed)
+        z = sz + t * uz
+        if speed > 0.0 and miss <= R * R and z <= pz:
+            walls = fmin(walls, accept(t, early))
+    return fmin(best, walls)
+
+
+@njit(error_model="numpy")
+def cell_nearest(i, j, h00, h10, h01, h11, anti, grid, solid, qx, qy, qz):
+    """cast._nearest for one point and one cell: the distance to the cell's pieces, the
+    nearest point and the piece's outward normal (faces: up; walls: their axis; NaN for
+    edges and corner lines)."""
+    x0, y0, dx, dy, last_i, last_j = grid
+    xa, xb = x0 + i * dx, x0 + (i + 1) * dx
+    ya, yb = y0 + j * dy, y0 + (j + 1) * dy
+    best = INF
+    px = py = pz = nx = ny = nz = NAN
+    face_0 = face_1 = False  # whether the point projects into the triangle
+    for which in range(2):
+        ax, ay, az, fx, fy, fz = face(which, h00, h10, h01, h11, anti, xa, xb, ya, yb, dx, dy)
+        off = fx * (qx - ax) + fy * (qy - ay) + fz * (qz - az)
+        cx, cy, cz = qx - off * fx, qy - off * fy, qz - off * fz
+        if in_triangle(which, anti, (cx - xa) / dx, (cy - ya) / dy):
+            if which == 0:
+                face_0 = True
+            else:
+                face_1 = True
+            if abs(off) < best:
+                best, px, py, pz, nx, ny, nz = abs(off), cx, cy, cz, fx, fy, fz
+    for k in range(5):
+        # The edges of a triangle the point projects into are no nearer than its plane.
+        if k == 4:
+            skip = face_0 or face_1
+        elif anti:
+            skip = face_0 if k <= 1 else face_1
+        else:
+            skip = face_0 if k == 0 or k == 2 else face_1
+        if skip:
+            continue
+        ax, ay, az, bx, by, bz = edge_points(k, h00, h10, h01, h11, anti, xa, xb, ya, yb)
+        ex, ey, ez = bx - ax, by - ay, bz - az
+        mx, my, mz = qx - ax, qy - ay, qz - az
+        foot = (mx * ex + my * ey + mz * ez) / (ex * ex + ey * ey + ez * ez)
+        foot = minimum(maximum(foot, 0.0), 1.0)
+        cx, cy, cz = ax + foot * ex, ay + foot * ey, az + foot * ez
+        gx, gy, gz = qx - cx, qy - cy, qz - cz
+        distance = np.sqrt(gx * gx + gy * gy + gz * gz)
+        if distance < best:
+            best, px, py, pz, nx, ny, nz = distance, cx, cy, cz, NAN, NAN, NAN
+    if not solid:
+        return best, px, py, pz, nx, ny, nz
+    for k in range(4):
+        if not on_border(k, i, j, last_i, last_j):
+            continue
+        axis, plane, sign, low, high, h_low, h_high = wall(k, h00, h10, h01, h11, xa, xb, ya, yb)
+        q_axis, along = (qx, qy) if axis == 0 else (qy, qx)
+        top = h_low + (h_high - h_low) * ((along - low) / (high - low))
+        if along >= low and along <= high and qz <= top:
+            distance = abs(q_axis - plane)
+            if distance < best:
+                best, pz = distance, qz
+                if axis == 0:
+                    px, py, nx, ny, nz = plane, along, sign, 0.0, 0.0
+                else:
+                    px, py, nx, ny, nz = along, plane, 0.0, sign, 0.0
+    for k in range(4):
+        has, cx, cy, cz = corner(k, i, j, last_i, last_j, h00, h10, h01, h11, xa, xb, ya, yb)
+        if not has:
+            continue
+        cz = minimum(qz, cz)
+        gx, gy, gz = qx - cx, qy - cy, qz - cz
+        distance = np.sqrt(gx * gx + gy * gy + gz * gz)
+        if distance < best:
+            best, px, py, pz, nx, ny, nz = distance, cx, cy, cz, NAN, NAN, NAN
+    return best, px, py, pz, nx, ny, nz
+
+
+@njit(error_model="numpy")
+def box_gap(xa, xb, ya, yb, bottom, top, x, y, z):
+    """cast._box_gap: the distance from (x, y, z) to the box (a lower bound of its pieces')."""
+    gap_x = maximum(maximum(xa - x, x - xb), 0.0)
+    gap_y = maximum(maximum(ya - y, y - yb), 0.0)
+    gap_z = maximum(maximum(bottom - z, z - top), 0.0)
+    return np.sqrt(gap_x * gap_x + gap_y * gap_y + gap_z * gap_z)
+
+
+@njit(error_model="numpy")
+def box_entry(xa, xb, ya, yb, bottom, top, ta, tb, sx, sy, sz, ux, uy, uz, R):
+    """cast._box_entry: the part [enter, leave] of [ta, tb] where the centre may be within
+    R of the pieces in the box (in the box grown by R and, for a finite box, in the ball
+    of radius R + half its diagonal around its middle); enter inf where never."""
+    ex, lx = slab(sx, ux, xa - R, xb + R)
+    ey, ly = slab(sy, uy, ya - R, yb + R)
+    ez, lz = slab(sz, uz, bottom - R, top + R)
+    enter = maximum(maximum(ex, ey), maximum(ez, ta))
+    leave = minimum(minimum(lx, ly), minimum(lz, tb))
+    bounded = bottom > -INF
+    hx, hy = 0.5 * (xb - xa), 0.5 * (yb - ya)
+    hz = 0.5 * (top - bottom) if bounded else 0.0
+    reach = R + np.sqrt(hx * hx + hy * hy + hz * hz) if bounded else INF
+    ox, oy, oz = sx - (xa + hx), sy - (ya + hy), sz - (top - hz)
+    closest = -(ox * ux + oy * uy + oz * uz)
+    mx, my, mz = ox + closest * ux, oy + closest * uy, oz + closest * uz
+    spare = np.sqrt(reach * reach - (mx * mx + my * my + mz * mz))
+    enter = fmax(enter, closest - spare)
+    leave = fmin(leave, closest + spare)
+    return (enter if spare >= 0.0 else INF), leave
+
+
+@njit(error_model="numpy")
+def surface_at(flat, anti_of, has_anti, nx, ny, U, V):
+    """surfaces.surface_at (TRIANGLES) at grid coordinates (U, V), clamped: height and
+    gradient (dh/du, dh/dv)."""
+    i = int(minimum(maximum(np.floor(U), 0.0), nx - 2.0))
+    j = int(minimum(maximum(np.floor(V), 0.0), ny - 2.0))
+    u, v = U - i, V - j
+    k = j * nx + i
+    h00, h10, h01, h11 = flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1]
+    anti = has_anti and anti_of[j * (nx - 1) + i] > 0.0
+    a0, a1 = h10 - h00, h11 - h01
+    main_b0, main_b1 = h11 - h10, h01 - h00
+    b0 = main_b1 if anti else main_b0
+    b1 = main_b0 if anti else main_b1
+    c1 = (h01 + h10 - h11) if anti else h00
+    w = (1.0 - u - v) if anti else (u - v)
+    if w >= 0:
+        return h00 + a0 * u + b0 * v, a0, b0
+    return c1 + a1 * u + b1 * v, a1, b1
+
+
+@njit(inline="always")
+def prefetch_cast(
+    starts, ends, row, placement, x0, y0, dx, dy, nx, ny, zmin, zmax, flat, cell_max, cell_min
+):  # fmt: skip
+    """Start loading what cast ``row`` will probably read, a few casts ahead (as the ray
+    kernel's _prefetch_ray): the heights and cell extremes where its path enters the box
+    top and halfway down to the lowest height."""
+    sx, sy, sz = starts[row, 0], starts[row, 1], starts[row, 2]
+    ex, ey, ez = ends[row, 0] - sx, ends[row, 1] - sy, ends[row, 2] - sz
+    if placement is not None:
+        inverse, translation = placement[0], placement[1]
+        sx, sy, sz = transform(
+            inverse, sx - translation[0], sy - translation[1], sz - translation[2]
+        )
+        ex, ey, ez = transform(inverse, ex, ey, ez)
+    enter = (zmax - sz) / ez if (ez < 0 and sz > zmax) else 0.0
+    bottom = (zmin - sz) / ez if ez < 0 else enter
+    for t in (enter, 0.5 * (enter + bottom)):
+        U = (sx + t * ex - x0) / dx
+        V = (sy + t * ey - y0) / dy
+        if abs(U) < INF and abs(V) < INF:
+            i = int(min(max(U, 0.0), nx - 2.0))
+            j = int(min(max(V, 0.0), ny - 2.0))
+            ray_kernels._prefetch(flat, j * nx + i)
+            ray_kernels._prefetch(flat, (j + 1) * nx + i)
+            ray_kernels._prefetch(cell_max, j * (nx - 1) + i)
+            ray_kernels._prefetch(cell_min, j * (nx - 1) + i)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows, order):
+    """The casts ``order`` (rows from ``start`` on): results into ``out``; a moving cast of
+    radius 0 that does not start on the terrain is left to the ray kernel: ray_rows[row -
+    start] True, its start, unit direction and length in the terrain's frame in out[3],
+    out[4] and out[1].
+    Returns the number of rows with non-finite input."""
+    x0, y0, dx, dy, nx, ny = arguments[1:7]
+    flat, anti_of, has_anti, solid, zmin, zmax = arguments[7:13]
+    nbx, block_max, cell_max, block_min, cell_min, scale = arguments[13:19]
+    hit, distance, center, point, normal = out
+    step = 1 if radius.shape[0] > 1 else 0
+    last_i, last_j = nx - 2, ny - 2
+    grid = (x0, y0, dx, dy, last_i, last_j)
+    x1 = x0 + (nx - 1) * dx
+    y1 = y0 + (ny - 1) * dy
+    cells = np.empty((3, FIRST_CELLS))  # a stretch's live cells: enter, i, j
+    bad = 0
+    prefetching = nx * ny >= ray_kernels.PREFETCH_MIN_CELLS
+    for position in range(order.shape[0]):
+        row = order[position]
+        if prefetching and position + AHEAD < order.shape[0]:
+            ahead = order[position + AHEAD]
+            prefetch_cast(
+                starts, ends, ahead, placement, x0, y0, dx, dy, nx, ny, zmin, zmax,
+                flat, cell_max, cell_min,
+            )  # fmt: skip
+        ray_rows[row - start] = False
+        wsx, wsy, wsz = starts[row, 0], starts[row, 1], starts[row, 2]
+        ex, ey, ez = ends[row, 0], ends[row, 1], ends[row, 2]
+        if not (finite(wsx, wsy, wsz) and finite(ex, ey, ez)):
+            bad += 1  # (the driver names the row; no walk over NaN cell ranges)
+            continue
+        wux, wuy, wuz, length = cast_direction(wsx, wsy, wsz, ex, ey, ez)
+        sx, sy, sz, ux, uy, uz, R = cast_to_local(
+            placement, wsx, wsy, wsz, wux, wuy, wuz, radius[row * step]
+        )
+        local_length = length if placement is None else length / placement[3]
+        t = INF
+        px = py = pz = nx_ = ny_ = nz_ = NAN
+
+        # 1. A start in overlap: within R of the terrain, or inside the solid.
+        reach = R
+        inside = False
+        if solid:
+            in_footprint = sx >= x0 and sx <= x1 and sy >= y0 and sy <= y1
+            height = surface_at(flat, anti_of, has_anti, nx, ny, (sx - x0) / dx, (sy - y0) / dy)[0]
+            inside = in_footprint and sz <= height
+            if inside:
+                # The nearest boundary point is no farther than the surface above, nor
+                # than each wall's top edge beside the start.
+                bound = height - sz
+                for side in range(4):
+                    qx = x0 if side == 0 else (x1 if side == 1 else sx)
+                    qy = sy if side <= 1 else (y0 if side == 2 else y1)
+                    if side == 0:
+                        gap = sx - x0
+                    elif side == 1:
+                        gap = x1 - sx
+                    elif side == 2:
+                        gap = sy - y0
+                    else:
+                        gap = y1 - sy
+                    side_height = surface_at(
+                        flat, anti_of, has_anti, nx, ny, (qx - x0) / dx, (qy - y0) / dy
+                    )[0]
+                    rise = maximum(sz - side_height, 0.0)
+                    bound = minimum(bound, np.sqrt(gap * gap + rise * rise))
+                reach = bound
+        near = sx >= x0 - reach and sx <= x1 + reach and sy >= y0 - reach and sy <= y1 + reach
+        near = near and sz <= zmax + reach and (solid or sz >= zmin - reach)
+        nearest = INF
+        own_x = own_y = own_z = NAN
+        if near or inside:
+            i_low, i_high = cell_range(sx - reach, sx + reach, x0, dx, nx - 1)
+            j_low, j_high = cell_range(sy - reach, sy + reach, y0, dy, ny - 1)
+            # Blocks, then their cells, whose box of pieces is within reach (cast._box_gap),
+            # in the reference's order; among equally near cells the last one's point, as
+            # the reference's scatter keeps it.
+            for bj in range(j_low // BLOCK, j_high // BLOCK + 1):
+                first_j = bj * BLOCK
+                end_j = min(first_j + BLOCK, ny - 1)
+                for bi in range(i_low // BLOCK, i_high // BLOCK + 1):
+                    first_i = bi * BLOCK
+                    end_i = min(first_i + BLOCK, nx - 1)
+                    block = bj * nbx + bi
+                    gap = box_gap(
+                        x0 + first_i * dx, x0 + end_i * dx, y0 + first_j * dy, y0 + end_j * dy,
+                        block_min[block], block_max[block], sx, sy, sz,
+                    )  # fmt: skip
+                    if not gap <= reach:
+                        continue
+                    for j in range(max(first_j, j_low), min(end_j - 1, j_high) + 1):
+                        for i in range(max(first_i, i_low), min(end_i - 1, i_high) + 1):
+                            index = j * (nx - 1) + i
+                            gap = box_gap(
+                                x0 + i * dx, x0 + (i + 1) * dx, y0 + j * dy, y0 + (j + 1) * dy,
+                                cell_min[index], cell_max[index], sx, sy, sz,
+                            )  # fmt: skip
+                            if not gap <= reach:
+                                continue
+                            k = j * nx + i
+                            found = cell_nearest(
+                                i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
+                                has_anti and anti_of[index] > 0.0, grid, solid, sx, sy, sz,
+                            )  # fmt: skip
+                            if found[0] < nearest or (found[0] == nearest and found[0] < INF):
+                                nearest, px, py, pz, own_x, own_y, own_z = found
+        if inside or nearest <= R:
+            t = 0.0
+            gx, gy, gz = sx - px, sy - py, sz - pz
+            inverse = 1.0 / (nearest if nearest > 0.0 else 1.0)
+            tx, ty, tz = gx * inverse, gy * inverse, gz * inverse
+            if not inside:
+                nx_, ny_, nz_ = tx, ty, tz
+            else:  # the piece's outward normal, or from the start toward the point
+                nx_ = -tx if own_x != own_x else own_x
+                ny_ = -ty if own_y != own_y else own_y
+                nz_ = -tz if own_z != own_z else own_z
+            if nearest == 0.0:  # on the terrain: the surface's (or the wall's) normal
+                _, grad_u, grad_v = surface_at(
+                    flat, anti_of, has_anti, nx, ny, (sx - x0) / dx, (sy - y0) / dy
+                )
+                up_x, up_y = -grad_u / dx, -grad_v / dy
+                up_length = np.sqrt(up_x * up_x + up_y * up_y + 1.0)
+                up_x, up_y, up_z = up_x / up_length, up_y / up_length, 1.0 / up_length
+                if solid:
+                    here = surface_at(
+                        flat, anti_of, has_anti, nx, ny, (sx - x0) / dx, (sy - y0) / dy
+                    )[0]
+                    if sz < here and own_x == own_x:
+                        up_x, up_y, up_z = own_x, own_y, own_z
+                elif up_x * ux + up_y * uy + up_z * uz > 0.0:
+                    up_x, up_y, up_z = -up_x, -up_y, -up_z
+                nx_, ny_, nz_ = up_x, up_y, up_z
+        elif ux != 0.0 or uy != 0.0 or uz != 0.0:
+            if R == 0.0:
+                # 2. The ray clipped to the segment: the ray kernel's, in the terrain's
+                # frame as the reference casts it (start, direction and length there).
+                ray_rows[row - start] = True
+                distance[row] = local_length
+                point[row, 0], point[row, 1], point[row, 2] = sx, sy, sz
+                normal[row, 0], normal[row, 1], normal[row, 2] = ux, uy, uz
+                continue
+            # 3. The path clipped to the footprint box grown by R, walked in stretches.
+            lx, hx_ = slab(sx, ux, x0 - R, x1 + R)
+            ly, hy_ = slab(sy, uy, y0 - R, y1 + R)
+            lz, hz_ = slab(sz, uz, -INF if solid else zmin - R, zmax + R)
+            t0 = maximum(maximum(lx, ly), maximum(lz, 0.0))
+            t1 = minimum(minimum(hx_, hy_), minimum(hz_, local_length))
+            best = INF
+            best_cell = -1
+            if t0 <= t1:
+                early = EARLY * (R + scale)
+                chebyshev = maximum(abs(ux) / dx, abs(uy) / dy)
+                stride = STRETCH / chebyshev
+                ta = t0
+                while True:
+                    tb = minimum(ta + stride, t1)
+                    # Cells within R of the stretch: its xy box grown by R.
+                    ax, bx = sx + ta * ux, sx + tb * ux
+                    ay, by = sy + ta * uy, sy + tb * uy
+                    i_low, i_high = cell_range(
+                        minimum(ax, bx) - R, maximum(ax, bx) + R, x0, dx, nx - 1
+                    )
+                    j_low, j_high = cell_range(
+                        minimum(ay, by) - R, maximum(ay, by) + R, y0, dy, ny - 1
+                    )
+                    live = 0
+                    for bj in range(j_low // BLOCK, j_high // BLOCK + 1):
+                        first_j = bj * BLOCK
+                        end_j = min(first_j + BLOCK, ny - 1)
+                        for bi in range(i_low // BLOCK, i_high // BLOCK + 1):
+                            first_i = bi * BLOCK
+                            end_i = min(first_i + BLOCK, nx - 1)
+                            block = bj * nbx + bi
+                            enter, leave = box_entry(
+                                x0 + first_i * dx, x0 + end_i * dx,
+                                y0 + first_j * dy, y0 + end_j * dy,
+                                block_min[block], block_max[block], ta, tb,
+                                sx, sy, sz, ux, uy, uz, R,
+                            )  # fmt: skip
+                            if not (enter <= leave and enter <= best):
+                                continue
+                            for j in range(max(first_j, j_low), min(end_j - 1, j_high) + 1):
+                                for i in range(max(first_i, i_low), min(end_i - 1, i_high) + 1):
+                                    index = j * (nx - 1) + i
+                                    enter, leave = box_entry(
+                                        x0 + i * dx, x0 + (i + 1) * dx,
+                                        y0 + j * dy, y0 + (j + 1) * dy,
+                                        cell_min[index], cell_max[index], ta, tb,
+                                        sx, sy, sz, ux, uy, uz, R,
+                                    )  # fmt: skip
+                                    if not (enter <= leave and enter <= best):
+                                        continue
+                                    if live == cells.shape[1]:
+                                        grown = np.empty((3, 2 * live))
+                                        for slot in range(live):  # (no slice assignment:
+                                            grown[0, slot] = cells[0, slot]  # its shape
+                                            grown[1, slot] = cells[1, slot]  # check compiles
+                                            grown[2, slot] = cells[2, slot]  # string code)
+                                        cells = grown
+                                    # In the order of enter (stable: ties keep their order).
+                                    slot = live
+                                    while slot > 0 and cells[0, slot - 1] > enter:
+                                        cells[0, slot] = cells[0, slot - 1]
+                                        cells[1, slot] = cells[1, slot - 1]
+                                        cells[2, slot] = cells[2, slot - 1]
+                                        slot -= 1
+                                    cells[0, slot], cells[1, slot], cells[2, slot] = enter, i, j
+                                    live += 1
+                    for slot in range(live):
+                        if cells[0, slot] > best:
+                            break
+                        i, j = int(cells[1, slot]), int(cells[2, slot])
+                        index = j * (nx - 1) + i
+                        k = j * nx + i
+                        entry = cell_entry(
+                            i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
+                            has_anti and anti_of[index] > 0.0, grid, solid,
+                            sx, sy, sz, ux, uy, uz, R, early,
+                        )  # fmt: skip
+                        if entry < best:
+                            best, best_cell = entry, index
+                    if not (best > tb and tb < t1):
+                        break
+                    ta = tb
+            if best <= local_length:
+                # Contact: the nearest point of the winning cell's pieces to the centre.
+                t = best
+                cx, cy, cz = sx + t * ux, sy + t * uy, sz + t * uz
+                i, j = best_cell % (nx - 1), best_cell // (nx - 1)
+                k = j * nx + i
+                found = cell_nearest(
+                    i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
+                    has_anti and anti_of[best_cell] > 0.0, grid, solid, cx, cy, cz,
+                )  # fmt: skip
+                px, py, pz = found[1], found[2], found[3]
+                gx, gy, gz = cx - px, cy - py, cz - pz
+                size = np.sqrt(gx * gx + gy * gy + gz * gz)
+                nx_, ny_, nz_ = gx / size, gy / size, gz / size
+        t, px, py, pz, nx_, ny_, nz_ = cast_to_world(placement, t, px, py, pz, nx_, ny_, nz_)
+        found = t <= length and t < INF
+        gate = 1.0 if found else NAN
+        hit[row] = found
+        distance[row] = t if found else INF
+        center[row, 0] = wsx + (t * gate) * wux
+        center[row, 1] = wsy + (t * gate) * wuy
+        center[row, 2] = wsz + (t * gate) * wuz
+        point[row, 0], point[row, 1], point[row, 2] = px * gate, py * gate, pz * gate
+        normal[row, 0], normal[row, 1], normal[row, 2] = nx_ * gate, ny_ * gate, nz_ * gate
+    return bad
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def finish_rays(placement, starts, ends, rows, rays, out):
+    """The casts ``rows`` of radius 0 from the ray kernel's answers in the terrain's frame
+    (``rays``: hit, distance, point, normal): back to the world as cast_rows does."""
+    hit, distance, center, point, normal = out
+    ray_hit, ray_distance, ray_normal = rays[0], rays[1], rays[3]
+    for k in range(rows.shape[0]):
+        row = rows[k]
+        sx, sy, sz = starts[row, 0], starts[row, 1], starts[row, 2]
+        ux, uy, uz, length = cast_direction(sx, sy, sz, ends[row, 0], ends[row, 1], ends[row, 2])
+        t = ray_distance[k] if ray_hit[k] else INF
+        # The contact as the reference takes it: start + t direction in the terrain's frame.
+        lx, ly, lz, lux, luy, luz, _ = cast_to_local(placement, sx, sy, sz, ux, uy, uz, 0.0)
+        t, px, py, pz, nx, ny, nz = cast_to_world(
+            placement, t, lx + t * lux, ly + t * luy, lz + t * luz,
+            ray_normal[k, 0], ray_normal[k, 1], ray_normal[k, 2],
+        )  # fmt: skip
+        found = t <= length and t < INF
+        gate = 1.0 if found else NAN
+        hit[row] = found
+        distance[row] = t if found else INF
+        center[row, 0] = sx + (t * gate) * ux
+        center[row, 1] = sy + (t * gate) * uy
+        center[row, 2] = sz + (t * gate) * uz
+        point[row, 0], point[row, 1], point[row, 2] = px * gate, py * gate, pz * gate
+        normal[row, 0], normal[row, 1], normal[row, 2] = nx * gate, ny * gate, nz * gate
+
+
+def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
+    """Casts start ... stop - 1 (see core/backend.py): cast_rows (on a large terrain in the
+    order of the block each cast starts over, so that casts one after another read the same
+    heights and extremes from the cache), then the casts of radius 0 as rays clipped to
+    their segments by the ray kernel (``raycast``, on the rays in the terrain's frame),
+    whose answer the numpy reference takes too."""
+    ray_rows = np.empty(stop - start, dtype=np.bool_)
+    nx, ny = arguments[5], arguments[6]
+    if stop - start < ray_kernels.SORT_MIN_RAYS or nx * ny < ray_kernels.SORT_MIN_CELLS:
+        order = np.arange(start, stop)
+    else:  # in the order of the block they start over, as the ray kernel does
+        order = ray_kernels._coherent_order(arguments[0], placement, starts, start, stop)
+    bad = cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows, order)
+    rows = np.flatnonzero(ray_rows) + start
+    if rows.size:
+        _, distance, _, point, normal = out
+        rays = (
+            np.empty(rows.size, dtype=np.bool_),
+            np.empty(rows.size),
+            np.empty((rows.size, 3)),
+            np.empty((rows.size, 3)),
+            np.empty((rows.size, 2), dtype=np.int64),
+        )
+        origins, directions = point[rows], normal[rows]
+        ray_kernels.raycast(
+            arguments[0], None, origins, directions, distance[rows], rays, 0, rows.size
+        )
+        finish_rays(placement, starts, ends, rows, rays, out)
+    return bad
