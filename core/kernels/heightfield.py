@@ -36,11 +36,11 @@ from .rays import (
     NAN,
     finite,
     normal_to_world,
-    scaled_unit,
     segment_blocked,
     segment_ray,
     to_local,
     transform,
+    unit,
 )
 
 # Memory: on a terrain too large for the cache each ray reads a random spot of it. From
@@ -401,7 +401,7 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
                 ox, oy, oz, ex, ey, ez, max_distance[0], 3
             )
         else:
-            ux, uy, uz, _ = scaled_unit(ex, ey, ez)
+            ux, uy, uz = unit(ex, ey, ez)
             if not (finite(ox, oy, oz) and finite(ex, ey, ez) and (ex != 0 or ey != 0 or ez != 0)):
                 bad += 1
                 continue
