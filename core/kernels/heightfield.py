@@ -357,12 +357,12 @@ def _prefetch_ray(
             _prefetch(nodes, inner_at + (j + 1) * inner_stride + i + 1)
 
 
-PAIR = 2  # rays moved on by the hierarchy together (see _trace)
+GROUP = 4  # rays moved on by the hierarchy together (see _trace)
 
 
 @njit(inline="always")
 def _skip_count(state, member, reach_levels):
-    """How many hierarchy skips ray ``member`` of a pair takes (walk.start_walk): one per
+    """How many hierarchy skips ray ``member`` of a group takes (walk.start_walk): one per
     pyramid level below the coarsest, then FINE_SKIPS; none when not set up or when its
     clipped stretch is empty."""
     if state[member, 22] == 0.0 or not state[member, 20] <= state[member, 21]:
@@ -422,14 +422,18 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
     inner_at = node_offset[inner_first[0]]
     inner_stride = node_stride[inner_first[0]]
     bad = 0
-    # Rays go in pairs: each is set up (clip), then both are moved on by the hierarchy
-    # in one loop (_skip: a chain of dependent reads and roundings, which the CPU runs
-    # for both rays at once: measured 17 % less time per ray), then each is walked.
-    state = np.empty((PAIR, 25))
-    for pair_start in range(start, stop, PAIR):
-        pair = min(PAIR, stop - pair_start)
-        for member in range(pair):
-            row = pair_start + member
+    # Rays go in groups of GROUP: each is set up (clip), then all are moved on by the
+    # hierarchy step by step together (_skip: per ray a chain of dependent reads and
+    # roundings; the CPU runs the group's chains at once), then each is walked. Measured
+    # (one thread, 100k rays from above on the DEM): 260 ns per ray one by one, 215 in
+    # pairs, 200 in groups of 4 (8: the same).
+    state = np.empty((GROUP, 25))
+    skips = np.zeros(GROUP, dtype=np.int64)
+    reached = np.zeros(GROUP)  # where each ray's skips have brought it
+    for group_start in range(start, stop, GROUP):
+        group = min(GROUP, stop - group_start)
+        for member in range(group):
+            row = group_start + member
             state[member, 22] = 0.0  # not valid until set up
             if prefetching and not any_hit and row + AHEAD < stop:
                 _prefetch_ray(
@@ -519,26 +523,24 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
             if t0 <= t1:
                 state[member, 23] = 1.0 / dz if dz < 0 else 0.0
                 state[member, 24] = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
-        # -- walk.start_walk: one skip per pyramid level, coarsest first, both rays at once --
-        skips_a = _skip_count(state, 0, reach_levels)
-        skips_b = _skip_count(state, 1, reach_levels) if pair == 2 else 0
-        tc_a = state[0, 20]
-        tc_b = state[1, 20] if pair == 2 else 0.0
-        for skip in range(max(skips_a, skips_b)):
-            if skip < skips_a:
-                tc_a = _skip(
-                    state, 0, skip, tc_a, reach_first, reach_levels, nodes, node_offset,
-                    node_count, node_stride, node_size,
-                )  # fmt: skip
-            if skip < skips_b:
-                tc_b = _skip(
-                    state, 1, skip, tc_b, reach_first, reach_levels, nodes, node_offset,
-                    node_count, node_stride, node_size,
-                )  # fmt: skip
-        for member in range(pair):
+        # -- walk.start_walk: one skip per pyramid level, coarsest first, the group's rays
+        # step by step together --------------------------------------------------------------
+        most = 0
+        for member in range(group):
+            skips[member] = _skip_count(state, member, reach_levels)
+            reached[member] = state[member, 20]
+            most = max(most, skips[member])
+        for skip in range(most):
+            for member in range(group):
+                if skip < skips[member]:
+                    reached[member] = _skip(
+                        state, member, skip, reached[member], reach_first, reach_levels, nodes,
+                        node_offset, node_count, node_stride, node_size,
+                    )  # fmt: skip
+        for member in range(group):
             if state[member, 22] == 0.0:
                 continue
-            row = pair_start + member
+            row = group_start + member
             ox, oy, oz = state[member, 0], state[member, 1], state[member, 2]
             ux, uy, uz = state[member, 3], state[member, 4], state[member, 5]
             lux, luy, luz = state[member, 6], state[member, 7], state[member, 8]
@@ -548,7 +550,7 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
             du, dv = state[member, 15], state[member, 16]
             dz, wz, face = state[member, 17], state[member, 18], int(state[member, 19])
             t0, t1 = state[member, 20], state[member, 21]
-            tc = tc_a if member == 0 else tc_b
+            tc = reached[member]
             t = INF
             grad_u = 0.0
             grad_v = 0.0
