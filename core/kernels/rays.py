@@ -52,7 +52,7 @@ def flat(rows):
     return rows.reshape(-1)
 
 
-@overload(flat, inline="always")
+@overload(flat)
 def _flat(rows):
     if rows.ndim == 1:
         return lambda rows: rows
