@@ -32,7 +32,7 @@ How a shape plugs in (core/kernels/sphere.py is a complete example):
   is the tuple of (N, 3) / (N,) result arrays (hit, distance, point, normal[, cell]) for
   raycast (cell when the shape sets ``kernel_cells = True``) and (hit, distance, center,
   point, normal) for sphere_cast. kernels/rays.py has the helpers: the loop goes over
-  blocks of ``BLOCK`` rays (read_block, then per ray ray_in_block, to_local, the shape's
+  blocks of ``BLOCK`` rays (read_rays, then per ray ray_in_block, to_local, the shape's
   one-ray function, normal_to_world, keep_hit; then write_ray_hits), see sphere.py.
 * :func:`kernel` runs a batch: in the calling thread below ``PARALLEL_MIN`` rays (small
   batches must not pay for threads), else split into one block per thread

@@ -154,14 +154,20 @@ def as_per_row(name: str, value, n: int, allow_inf: bool = False) -> np.ndarray:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise ValueError(f"{name} must be a number or an array of numbers: {error}") from None
-    if array.ndim > 1 or (array.ndim == 1 and array.shape[0] != n):
+    if array.ndim == 0:  # one value for all rows: checked as a float (numpy's ufuncs on a
+        # 0-d array cost microseconds, which count on the compiled backend's small batches)
+        number = float(array)
+        if not (number >= 0.0 and (allow_inf or number < np.inf)):
+            raise ValueError(f"{name} must be a non-negative number, got {number}")
+        row = np.full(1, number)
+        row.flags.writeable = False
+        return np.ndarray((n,), np.float64, row, 0, (0,))  # broadcast_to, 1 us cheaper
+    if array.ndim > 1 or array.shape[0] != n:
         raise ValueError(f"{name} must be a scalar or have shape ({n},), got shape {array.shape}")
     bad = np.isnan(array) | (array < 0)
     if not allow_inf:
         bad |= np.isinf(array)
     if bad.any():
-        if array.ndim == 0:
-            raise ValueError(f"{name} must be a non-negative number, got {float(array)}")
         row = _first_bad_row(bad)
         raise ValueError(f"{name} row {row} must be a non-negative number, got {array[row]}")
     return array if array.ndim == 1 else np.broadcast_to(array, (n,))
@@ -180,7 +186,7 @@ def unit_rows(vectors: np.ndarray):
     scale = np.abs(vectors).max(axis=1)
     safe = np.where(scale > 0, scale, 1.0)
     scaled = vectors / safe[:, None]
-    length = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+    length = np.sqrt(dot(scaled.T, scaled.T))  # summed left to right, as the kernels do
     unit = scaled / np.where(length > 0, length, 1.0)[:, None]
     return unit, length * scale
 
@@ -369,8 +375,7 @@ def raycast(
         hits.hit[part] = hit
         inside = distance == 0.0
         if solid and inside.any():  # distance 0 (origin in or on a solid): normal = -direction
-            inside = inside.astype(np.float64)
-            normal = [n - inside * (u + n) for n, u in zip(normal, unit)]
+            normal = [np.where(inside, -u, n) for n, u in zip(normal, unit)]
         gate, distance = gated(distance, hit)
         point = [o + distance * u for o, u in zip(origin, unit)]
         normal = [x * gate for x in normal]

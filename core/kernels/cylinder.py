@@ -22,12 +22,13 @@ from .rays import (
     cast_to_local,
     cast_to_world,
     finite,
+    flat,
     helper,
     keep_hit,
     load,
     normal_to_world,
     ray_in_block,
-    read_block,
+    read_rays,
     segment_blocked,
     segment_ray,
     to_local,
@@ -122,14 +123,14 @@ def hit_in_frame(height, radius, capped, x0, y0, z0, dx, dy, dz):
 def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
     p0, frame, height, radius, capped = arguments
     hit, distance, point, normal = out
+    origins, directions, point, normal = flat(origins), flat(directions), flat(point), flat(normal)
     block = np.empty((11, BLOCK))
     bad = 0
     for begin in range(start, stop, BLOCK):
         count = min(BLOCK, stop - begin)
-        read_block(origins, directions, begin, count, block)
+        bad += read_rays(origins, directions, begin, count, block)
         for j in range(count):
-            ox, oy, oz, ux, uy, uz, valid = ray_in_block(block, j)
-            bad += 0 if valid else 1
+            ox, oy, oz, ux, uy, uz = ray_in_block(block, j)
             lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
             t, nx, ny, nz = ray_cylinder(
                 p0, frame, height, radius, capped, lx, ly, lz, lux, luy, luz

@@ -37,11 +37,11 @@ from .rays import (
     finite,
     helper,
     normal_to_world,
-    scaled_unit,
     segment_blocked,
     segment_ray,
     to_local,
     transform,
+    unit,
 )
 
 # Memory: on a terrain too large for the cache each ray reads a random spot of it. From
@@ -358,6 +358,44 @@ def _prefetch_ray(
             _prefetch(nodes, inner_at + (j + 1) * inner_stride + i + 1)
 
 
+GROUP = 4  # rays moved on by the hierarchy together (see _trace)
+
+
+@helper
+def _skip_count(state, member, reach_levels):
+    """How many hierarchy skips ray ``member`` of a group takes (walk.start_walk): one per
+    pyramid level below the coarsest, then FINE_SKIPS; none when not set up or when its
+    clipped stretch is empty."""
+    if state[member, 22] == 0.0 or not state[member, 20] <= state[member, 21]:
+        return 0
+    return reach_levels[int(state[member, 12])] - 1 + FINE_SKIPS
+
+
+@helper
+def _skip(
+    state, member, skip, tc, reach_first, reach_levels, nodes, node_offset, node_count,
+    node_stride, node_size,
+):  # fmt: skip
+    """Skip ``skip`` of ray ``member`` (walk.start_walk, expression for expression): from
+    tc, where it comes down to the max of the node around it, or has travelled the node's
+    size (Chebyshev, grid units)."""
+    terrain = int(state[member, 12])
+    U0, V0, du, dv = state[member, 13], state[member, 14], state[member, 15], state[member, 16]
+    dz, wz, t1 = state[member, 17], state[member, 18], state[member, 21]
+    inv_dz, inv_chebyshev = state[member, 23], state[member, 24]
+    levels = reach_levels[terrain]
+    level = reach_first[terrain] + (levels - 1 - skip if skip < levels - 1 else 0)
+    size = node_size[level]
+    at = _minimum(tc, t1)
+    k = _node_index(node_count[level], node_stride[level], size, U0 + at * du, V0 + at * dv)
+    top = nodes[node_offset[level] + k]
+    if dz >= 0:
+        down = INF if wz + tc * dz > top else tc
+    else:
+        down = (top - wz) * inv_dz
+    return _maximum(tc, _minimum(tc + size * inv_chebyshev, down))
+
+
 # Divisions by zero give inf or NaN as in numpy (the reference divides freely, e.g. by a
 # zero direction component) instead of raising; the helpers above are inlined into it.
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -385,225 +423,281 @@ def _trace(arguments, placement, origins, directions, max_distance, out, start, 
     inner_at = node_offset[inner_first[0]]
     inner_stride = node_stride[inner_first[0]]
     bad = 0
-    for row in range(start, stop):
-        if prefetching and not any_hit and row + AHEAD < stop:
-            _prefetch_ray(
-                origins, directions, row + AHEAD, placement, x0, y0, dx, dy, nx, ny,
-                zmin, top_above, heights, nodes, inner_at, inner_stride,
-            )  # fmt: skip
-        ox, oy, oz = origins[row, 0], origins[row, 1], origins[row, 2]
-        ex, ey, ez = directions[row, 0], directions[row, 1], directions[row, 2]
-        segment_length = 1.0
-        if any_hit:  # occlusion.segment_rays, then the trimmed segment as a ray
-            if not (finite(ox, oy, oz) and finite(ex, ey, ez)):
-                bad += 1
-                continue
-            ox, oy, oz, ux, uy, uz, limit, segment_length = segment_ray(
-                ox, oy, oz, ex, ey, ez, max_distance[0], 3
-            )
-        else:
-            ux, uy, uz, _ = scaled_unit(ex, ey, ez)
-            if not (finite(ox, oy, oz) and finite(ex, ey, ez) and (ex != 0 or ey != 0 or ez != 0)):
-                bad += 1
-                continue
-            limit = max_distance[row * step]
-        lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
-        # -- _Rays: grid units -------------------------------------------------------------
-        U0 = (lx - x0) / dx
-        V0 = (ly - y0) / dy
-        du = lux / dx
-        dv = luy / dy
-        dz = luz
-        wz = lz  # the walk's z: negated for a ray below a surface
-        terrain = 0  # 0: the terrain as given, 1: its mirror image
-        face = 0
-        if solid:
-            t0, t1, face = _clip_solid(
-                U0, V0, lz, du, dv, dz, limit * stretch, nx, ny, zmin, top_above, slack_x, slack_y
-            )
-        else:  # Heightfield._cast_surface: the footprint between the mirror's and our tops
-            enter_x, leave_x = _slab(U0, du, 0.0, nx - 1.0, slack_x)
-            enter_y, leave_y = _slab(V0, dv, 0.0, ny - 1.0, slack_y)
-            enter_z, leave_z = _slab(lz, dz, -top_mirror, top_above, 0.0)
-            t0 = _maximum(_maximum(enter_x, enter_y), _maximum(enter_z, 0.0))
-            t1 = _minimum(_minimum(leave_x, leave_y), _minimum(leave_z, limit * stretch))
-            below = dz > 0
-            if t0 <= t1 and not (t0 == enter_z and enter_z > 0):
-                U = U0 + t0 * du
-                V = V0 + t0 * dv
-                i = int(min(max(np.floor(U), 0.0), nx - 2.0))
-                j = int(min(max(np.floor(V), 0.0), ny - 2.0))
-                k = j * nx + i
-                anti = has_anti and anti_of[j * (nx - 1) + i] > 0
-                h = _surface_height(
-                    heights[k], heights[k + 1], heights[k + nx], heights[k + nx + 1],
-                    anti, bilinear, U - i, V - j,
+    # Rays go in groups of GROUP: each is set up (clip), then all are moved on by the
+    # hierarchy step by step together (_skip: per ray a chain of dependent reads and
+    # roundings; the CPU runs the group's chains at once), then each is walked. Measured
+    # (one thread, 100k rays from above on the DEM): 260 ns per ray one by one, 215 in
+    # pairs, 200 in groups of 4 (8: the same).
+    state = np.empty((GROUP, 25))
+    skips = np.zeros(GROUP, dtype=np.int64)
+    reached = np.zeros(GROUP)  # where each ray's skips have brought it
+    for group_start in range(start, stop, GROUP):
+        group = min(GROUP, stop - group_start)
+        for member in range(group):
+            row = group_start + member
+            state[member, 22] = 0.0  # not valid until set up
+            if prefetching and not any_hit and row + AHEAD < stop:
+                _prefetch_ray(
+                    origins, directions, row + AHEAD, placement, x0, y0, dx, dy, nx, ny,
+                    zmin, top_above, heights, nodes, inner_at, inner_stride,
                 )  # fmt: skip
-                below = lz + t0 * dz < h
-            if below:
-                terrain = 1
-                wz = -lz
-                dz = -dz
-        t = INF
-        grad_u = 0.0
-        grad_v = 0.0
-        cell_i = -1
-        cell_j = -1
-        # -- walk.start_walk: one skip per pyramid level, coarsest first ---------------------
-        tc = t0
-        if t0 <= t1:
-            inv_dz = 1.0 / dz if dz < 0 else 0.0
-            inv_chebyshev = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
-            first = reach_first[terrain]
-            levels = reach_levels[terrain]
-            for skip in range(levels - 1 + FINE_SKIPS):
-                level = first + (levels - 1 - skip if skip < levels - 1 else 0)
-                size = node_size[level]
-                at = _minimum(tc, t1)
-                k = _node_index(
-                    node_count[level], node_stride[level], size, U0 + at * du, V0 + at * dv
+            ox, oy, oz = origins[row, 0], origins[row, 1], origins[row, 2]
+            ex, ey, ez = directions[row, 0], directions[row, 1], directions[row, 2]
+            segment_length = 1.0
+            if any_hit:  # occlusion.segment_rays, then the trimmed segment as a ray
+                if not (finite(ox, oy, oz) and finite(ex, ey, ez)):
+                    bad += 1
+                    continue
+                ox, oy, oz, ux, uy, uz, limit, segment_length = segment_ray(
+                    ox, oy, oz, ex, ey, ez, max_distance[0], 3
                 )
-                top = nodes[node_offset[level] + k]
-                if dz >= 0:
-                    down = INF if wz + tc * dz > top else tc
-                else:
-                    down = (top - wz) * inv_dz
-                tc = _maximum(tc, _minimum(tc + size * inv_chebyshev, down))
-        if t0 <= t1 and tc <= t1:
-            # -- walk.walk: blocks, then the cells of each block the ray comes down into -----
-            # Rays parallel to grid lines: +-TINY toward the middle (see walk.start_walk).
-            if du == 0:
-                du = -TINY if U0 > 0.5 * (nx - 1) else TINY
-            if dv == 0:
-                dv = -TINY if V0 > 0.5 * (ny - 1) else TINY
-            inv_du = 1.0 / du
-            inv_dv = 1.0 / dv
-            px = 1.0 if du > 0 else 0.0
-            py = 1.0 if dv > 0 else 0.0
-            sx = 1 if du > 0 else -1
-            sy = 1 if dv > 0 else -1
-            negative = min(dz, 0.0)  # 1 / dz for descending rays, else 0, as walk._enter_block
-            inv_dz = negative / (negative * negative + (1.0 if dz >= 0 else 0.0))
-            inv_chebyshev = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
-            heights_at = terrain * cells
-            blocks_at = terrain * blocks
-            inner = inner_first[terrain]
-            inner_end = inner + inner_levels[terrain]
-            column = np.floor((U0 + tc * du) * (1.0 / BLOCK))
-            line = np.floor((V0 + tc * dv) * (1.0 / BLOCK))
-            walking = abs(column) < INF and abs(line) < INF
-            Ib = int(min(max(column, 0.0), nbx - 1.0)) * BLOCK if walking else 0
-            Jb = int(min(max(line, 0.0), nby - 1.0)) * BLOCK if walking else 0
-            while walking:
-                # -- one block ----------------------------------------------------------
-                tbx = (Ib + px * BLOCK - U0) * inv_du
-                tby = (Jb + py * BLOCK - V0) * inv_dv
-                te = _maximum(_minimum(_minimum(tbx, tby), t1), tc)
-                zlow = wz + _minimum(tc * dz, te * dz)
-                block = (Jb // BLOCK) * nbx + Ib // BLOCK
-                top = block_max[blocks_at + min(max(block, 0), blocks - 1)]
-                if zlow <= top:  # block tops include the cells' tolerances
-                    # -- walk._enter_block: from where the ray comes down to the block max ----
-                    to_top = (top - wz) / dz
-                    ta = _fmax(tc, to_top) if dz < 0 else tc
-                    tf = _minimum(te, to_top) if dz > 0 else te
-                    ta = _minimum(ta, tf)
-                    for level in range(inner, inner_end):
-                        size = node_size[level]
-                        k = _node_index(
-                            node_count[level], node_stride[level], size, U0 + ta * du, V0 + ta * dv
-                        )
-                        node = nodes[node_offset[level] + k]
-                        ta = _maximum(ta, _minimum(ta + size * inv_chebyshev, (node - wz) * inv_dz))
-                    ta = _minimum(ta, tf)
-                    column = np.floor(U0 + ta * du)
-                    line = np.floor(V0 + ta * dv)
-                    if not (abs(column) < INF and abs(line) < INF):
-                        break
-                    i = int(min(max(column, Ib), min(Ib + BLOCK, nx - 1) - 1))
-                    j = int(min(max(line, Jb), min(Jb + BLOCK, ny - 1) - 1))
-                    # -- its cells, Amanatides-Woo, exits from the integer indices -------
-                    found = False
-                    while True:
-                        cbx = (i + px - U0) * inv_du
-                        cby = (j + py - V0) * inv_dv
-                        tb = _maximum(_minimum(_minimum(cbx, cby), tf), ta)
-                        corner = heights_at + j * nx + i
-                        h00, h10 = heights[corner], heights[corner + 1]
-                        h01, h11 = heights[corner + nx], heights[corner + nx + 1]
-                        tol = _cell_tolerance(h00, h10, h01, h11, spacing)
-                        if bilinear:
-                            found, t, grad_u, grad_v = _cell_bilinear(
+            else:
+                ux, uy, uz = unit(ex, ey, ez)
+                if not (
+                    finite(ox, oy, oz) and finite(ex, ey, ez) and (ex != 0 or ey != 0 or ez != 0)
+                ):
+                    bad += 1
+                    continue
+                limit = max_distance[row * step]
+            lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
+            # -- _Rays: grid units -------------------------------------------------------------
+            U0 = (lx - x0) / dx
+            V0 = (ly - y0) / dy
+            du = lux / dx
+            dv = luy / dy
+            dz = luz
+            wz = lz  # the walk's z: negated for a ray below a surface
+            terrain = 0  # 0: the terrain as given, 1: its mirror image
+            face = 0
+            if solid:
+                t0, t1, face = _clip_solid(
+                    U0, V0, lz, du, dv, dz, limit * stretch, nx, ny, zmin, top_above,
+                    slack_x, slack_y,
+                )  # fmt: skip
+            else:  # Heightfield._cast_surface: the footprint between the mirror's and our tops
+                enter_x, leave_x = _slab(U0, du, 0.0, nx - 1.0, slack_x)
+                enter_y, leave_y = _slab(V0, dv, 0.0, ny - 1.0, slack_y)
+                enter_z, leave_z = _slab(lz, dz, -top_mirror, top_above, 0.0)
+                t0 = _maximum(_maximum(enter_x, enter_y), _maximum(enter_z, 0.0))
+                t1 = _minimum(_minimum(leave_x, leave_y), _minimum(leave_z, limit * stretch))
+                below = dz > 0
+                if t0 <= t1 and not (t0 == enter_z and enter_z > 0):
+                    U = U0 + t0 * du
+                    V = V0 + t0 * dv
+                    i = int(min(max(np.floor(U), 0.0), nx - 2.0))
+                    j = int(min(max(np.floor(V), 0.0), ny - 2.0))
+                    k = j * nx + i
+                    anti = has_anti and anti_of[j * (nx - 1) + i] > 0
+                    h = _surface_height(
+                        heights[k], heights[k + 1], heights[k + nx], heights[k + nx + 1],
+                        anti, bilinear, U - i, V - j,
+                    )  # fmt: skip
+                    below = lz + t0 * dz < h
+                if below:
+                    terrain = 1
+                    wz = -lz
+                    dz = -dz
+            # the ray's set-up, for the skips and the walk below (column 22: valid)
+            state[member, 0] = ox
+            state[member, 1] = oy
+            state[member, 2] = oz
+            state[member, 3] = ux
+            state[member, 4] = uy
+            state[member, 5] = uz
+            state[member, 6] = lux
+            state[member, 7] = luy
+            state[member, 8] = luz
+            state[member, 9] = limit
+            state[member, 10] = segment_length
+            state[member, 11] = stretch
+            state[member, 12] = float(terrain)
+            state[member, 13] = U0
+            state[member, 14] = V0
+            state[member, 15] = du
+            state[member, 16] = dv
+            state[member, 17] = dz
+            state[member, 18] = wz
+            state[member, 19] = float(face)
+            state[member, 20] = t0
+            state[member, 21] = t1
+            state[member, 22] = 1.0
+            if t0 <= t1:
+                state[member, 23] = 1.0 / dz if dz < 0 else 0.0
+                state[member, 24] = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
+        # -- walk.start_walk: one skip per pyramid level, coarsest first, the group's rays
+        # step by step together --------------------------------------------------------------
+        most = 0
+        for member in range(group):
+            skips[member] = _skip_count(state, member, reach_levels)
+            reached[member] = state[member, 20]
+            most = max(most, skips[member])
+        for skip in range(most):
+            for member in range(group):
+                if skip < skips[member]:
+                    reached[member] = _skip(
+                        state, member, skip, reached[member], reach_first, reach_levels, nodes,
+                        node_offset, node_count, node_stride, node_size,
+                    )  # fmt: skip
+        for member in range(group):
+            if state[member, 22] == 0.0:
+                continue
+            row = group_start + member
+            ox, oy, oz = state[member, 0], state[member, 1], state[member, 2]
+            ux, uy, uz = state[member, 3], state[member, 4], state[member, 5]
+            lux, luy, luz = state[member, 6], state[member, 7], state[member, 8]
+            limit, segment_length, stretch = state[member, 9], state[member, 10], state[member, 11]
+            terrain = int(state[member, 12])
+            U0, V0 = state[member, 13], state[member, 14]
+            du, dv = state[member, 15], state[member, 16]
+            dz, wz, face = state[member, 17], state[member, 18], int(state[member, 19])
+            t0, t1 = state[member, 20], state[member, 21]
+            tc = reached[member]
+            t = INF
+            grad_u = 0.0
+            grad_v = 0.0
+            cell_i = -1
+            cell_j = -1
+            if t0 <= t1 and tc <= t1:
+                # -- walk.walk: blocks, then the cells of each block the ray comes down into -----
+                # Rays parallel to grid lines: +-TINY toward the middle (see walk.start_walk).
+                if du == 0:
+                    du = -TINY if U0 > 0.5 * (nx - 1) else TINY
+                if dv == 0:
+                    dv = -TINY if V0 > 0.5 * (ny - 1) else TINY
+                inv_du = 1.0 / du
+                inv_dv = 1.0 / dv
+                px = 1.0 if du > 0 else 0.0
+                py = 1.0 if dv > 0 else 0.0
+                sx = 1 if du > 0 else -1
+                sy = 1 if dv > 0 else -1
+                negative = min(dz, 0.0)  # 1 / dz for descending rays, else 0, as walk._enter_block
+                inv_dz = negative / (negative * negative + (1.0 if dz >= 0 else 0.0))
+                inv_chebyshev = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
+                heights_at = terrain * cells
+                blocks_at = terrain * blocks
+                inner = inner_first[terrain]
+                inner_end = inner + inner_levels[terrain]
+                column = np.floor((U0 + tc * du) * (1.0 / BLOCK))
+                line = np.floor((V0 + tc * dv) * (1.0 / BLOCK))
+                walking = abs(column) < INF and abs(line) < INF
+                Ib = int(min(max(column, 0.0), nbx - 1.0)) * BLOCK if walking else 0
+                Jb = int(min(max(line, 0.0), nby - 1.0)) * BLOCK if walking else 0
+                while walking:
+                    # -- one block ----------------------------------------------------------
+                    tbx = (Ib + px * BLOCK - U0) * inv_du
+                    tby = (Jb + py * BLOCK - V0) * inv_dv
+                    te = _maximum(_minimum(_minimum(tbx, tby), t1), tc)
+                    zlow = wz + _minimum(tc * dz, te * dz)
+                    block = (Jb // BLOCK) * nbx + Ib // BLOCK
+                    top = block_max[blocks_at + min(max(block, 0), blocks - 1)]
+                    if zlow <= top:  # block tops include the cells' tolerances
+                        # -- walk._enter_block: from where the ray comes down to the block max ----
+                        to_top = (top - wz) / dz
+                        ta = _fmax(tc, to_top) if dz < 0 else tc
+                        tf = _minimum(te, to_top) if dz > 0 else te
+                        ta = _minimum(ta, tf)
+                        for level in range(inner, inner_end):
+                            size = node_size[level]
+                            k = _node_index(
+                                node_count[level],
+                                node_stride[level],
+                                size,
+                                U0 + ta * du,
+                                V0 + ta * dv,
+                            )
+                            node = nodes[node_offset[level] + k]
+                            ta = _maximum(
+                                ta, _minimum(ta + size * inv_chebyshev, (node - wz) * inv_dz)
+                            )
+                        ta = _minimum(ta, tf)
+                        column = np.floor(U0 + ta * du)
+                        line = np.floor(V0 + ta * dv)
+                        if not (abs(column) < INF and abs(line) < INF):
+                            break
+                        i = int(min(max(column, Ib), min(Ib + BLOCK, nx - 1) - 1))
+                        j = int(min(max(line, Jb), min(Jb + BLOCK, ny - 1) - 1))
+                        # -- its cells, Amanatides-Woo, exits from the integer indices -------
+                        found = False
+                        while True:
+                            cbx = (i + px - U0) * inv_du
+                            cby = (j + py - V0) * inv_dv
+                            tb = _maximum(_minimum(_minimum(cbx, cby), tf), ta)
+                            corner = heights_at + j * nx + i
+                            h00, h10 = heights[corner], heights[corner + 1]
+                            h01, h11 = heights[corner + nx], heights[corner + nx + 1]
+                            tol = _cell_tolerance(h00, h10, h01, h11, spacing)
+                            if bilinear:
+                                found, t, grad_u, grad_v = _cell_bilinear(
                                 h00, h10, h01, h11, tol,
                                 i, j, U0, V0, wz, du, dv, dz, ta, tb,
                             )  # fmt: skip
-                        else:
-                            a = anti_of[j * (nx - 1) + i] if has_anti else 0.0
-                            found, t, grad_u, grad_v = _cell_triangles(
+                            else:
+                                a = anti_of[j * (nx - 1) + i] if has_anti else 0.0
+                                found, t, grad_u, grad_v = _cell_triangles(
                                 h00, h10, h01, h11, tol, has_anti, a,
                                 i, j, U0, V0, wz, du, dv, dz, ta, tb,
                             )  # fmt: skip
+                            if found:
+                                break
+                            if cbx <= cby:
+                                i += sx
+                            else:
+                                j += sy
+                            ta = tb
+                            if tb >= tf:
+                                break
                         if found:
+                            cell_i = i
+                            cell_j = j
                             break
-                        if cbx <= cby:
-                            i += sx
-                        else:
-                            j += sy
-                        ta = tb
-                        if tb >= tf:
-                            break
-                    if found:
-                        cell_i = i
-                        cell_j = j
+                    if not (te < t1):
                         break
-                if not (te < t1):
-                    break
-                if tbx <= tby:
-                    Ib += sx * BLOCK
-                else:
-                    Jb += sy * BLOCK
-                tc = te
-            if cell_i < 0:
-                t = INF
-                grad_u = 0.0
-                grad_v = 0.0
-            elif terrain == 1:  # the mirror's gradients, back to the terrain's
-                grad_u = -grad_u
-                grad_v = -grad_v
-        if any_hit:  # blocked: a hit within the trimmed segment (a point: inside a solid)
-            hit[row] = segment_blocked(t / stretch, limit, segment_length, solid)
-            continue
-        # -- Heightfield._normal; a solid's side walls, a surface's side facing the ray --
-        normal_u = -grad_u / dx
-        normal_v = -grad_v / dy
-        length = math.sqrt(normal_u * normal_u + normal_v * normal_v + 1.0)
-        nx_, ny_, nz_ = normal_u / length, normal_v / length, 1.0 / length
-        if solid:
-            if t == t0 and (face == 1 or face == 2):
-                nx_ = -np.sign(du) if face == 1 else 0.0
-                ny_ = -np.sign(dv) if face == 2 else 0.0
-                nz_ = 0.0
-        elif nx_ * lux + ny_ * luy + nz_ * luz > 0.0:
-            nx_, ny_, nz_ = -nx_, -ny_, -nz_
-        nx_, ny_, nz_ = normal_to_world(placement, nx_, ny_, nz_)
-        # The result as kernels.rays.write_ray_hits writes it: a hit for 0 <= t <= limit;
-        # at t = 0 a solid's normal is -direction, a surface keeps its own.
-        t = t / stretch
-        found = t <= limit and t < INF
-        if found and t == 0.0 and solid:
-            nx_, ny_, nz_ = -ux, -uy, -uz
-        gate = 1.0 if found else NAN
-        t = t if found else INF
-        hit[row] = found
-        distance[row] = t
-        point[row, 0] = ox + (t * gate) * ux
-        point[row, 1] = oy + (t * gate) * uy
-        point[row, 2] = oz + (t * gate) * uz
-        normal[row, 0] = nx_ * gate
-        normal[row, 1] = ny_ * gate
-        normal[row, 2] = nz_ * gate
-        cell[row, 0] = cell_i if found else -1
-        cell[row, 1] = cell_j if found else -1
+                    if tbx <= tby:
+                        Ib += sx * BLOCK
+                    else:
+                        Jb += sy * BLOCK
+                    tc = te
+                if cell_i < 0:
+                    t = INF
+                    grad_u = 0.0
+                    grad_v = 0.0
+                elif terrain == 1:  # the mirror's gradients, back to the terrain's
+                    grad_u = -grad_u
+                    grad_v = -grad_v
+            if any_hit:  # blocked: a hit within the trimmed segment (a point: inside a solid)
+                hit[row] = segment_blocked(t / stretch, limit, segment_length, solid)
+                continue
+            # -- Heightfield._normal; a solid's side walls, a surface's side facing the ray --
+            normal_u = -grad_u / dx
+            normal_v = -grad_v / dy
+            length = math.sqrt(normal_u * normal_u + normal_v * normal_v + 1.0)
+            nx_, ny_, nz_ = normal_u / length, normal_v / length, 1.0 / length
+            if solid:
+                if t == t0 and (face == 1 or face == 2):
+                    nx_ = -np.sign(du) if face == 1 else 0.0
+                    ny_ = -np.sign(dv) if face == 2 else 0.0
+                    nz_ = 0.0
+            elif nx_ * lux + ny_ * luy + nz_ * luz > 0.0:
+                nx_, ny_, nz_ = -nx_, -ny_, -nz_
+            nx_, ny_, nz_ = normal_to_world(placement, nx_, ny_, nz_)
+            # The result as kernels.rays.write_ray_hits writes it: a hit for 0 <= t <= limit;
+            # at t = 0 a solid's normal is -direction, a surface keeps its own.
+            t = t / stretch
+            found = t <= limit and t < INF
+            if found and t == 0.0 and solid:
+                nx_, ny_, nz_ = -ux, -uy, -uz
+            gate = 1.0 if found else NAN
+            t = t if found else INF
+            hit[row] = found
+            distance[row] = t
+            point[row, 0] = ox + (t * gate) * ux
+            point[row, 1] = oy + (t * gate) * uy
+            point[row, 2] = oz + (t * gate) * uz
+            normal[row, 0] = nx_ * gate
+            normal[row, 1] = ny_ * gate
+            normal[row, 2] = nz_ * gate
+            cell[row, 0] = cell_i if found else -1
+            cell[row, 1] = cell_j if found else -1
     return bad
 
 

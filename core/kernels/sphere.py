@@ -14,6 +14,7 @@ from .rays import (
     cast_to_local,
     cast_to_world,
     finite,
+    flat,
     helper,
     keep_cast,
     keep_hit,
@@ -21,6 +22,7 @@ from .rays import (
     normal_to_world,
     ray_in_block,
     read_block,
+    read_rays,
     read_values,
     scaled_unit,
     segment_blocked,
@@ -91,14 +93,14 @@ def cast_sphere(center, radius, sx, sy, sz, ux, uy, uz, cast_radius, dimension):
 def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
     center, radius, _ = arguments
     hit, distance, point, normal = out
+    origins, directions, point, normal = flat(origins), flat(directions), flat(point), flat(normal)
     block = np.empty((11, BLOCK))
     bad = 0
     for begin in range(start, stop, BLOCK):
         count = min(BLOCK, stop - begin)
-        read_block(origins, directions, begin, count, block)
+        bad += read_rays(origins, directions, begin, count, block)
         for j in range(count):
-            ox, oy, oz, ux, uy, uz, valid = ray_in_block(block, j)
-            bad += 0 if valid else 1
+            ox, oy, oz, ux, uy, uz = ray_in_block(block, j)
             lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
             t, nx, ny, nz = ray_sphere(center, radius, lx, ly, lz, lux, luy, luz)
             nx, ny, nz = normal_to_world(placement, nx, ny, nz)
@@ -133,6 +135,8 @@ def occluded(arguments, placement, starts, ends, trim, out, start, stop):
 def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
     center, target_radius, dimension = arguments
     hit, distance, center_at_contact, point, normal = out
+    starts, ends, point, normal = flat(starts), flat(ends), flat(point), flat(normal)
+    center_at_contact = flat(center_at_contact)
     block = np.empty((15, BLOCK))
     bad = 0
     for begin in range(start, stop, BLOCK):

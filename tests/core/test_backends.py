@@ -66,9 +66,13 @@ def random_rays(n, dimension, seed):
     return origins, directions
 
 
-def assert_same(first, second, fields):
+def assert_same(first, second, fields, exact=False):
+    """The same answers to 1e-12; with ``exact``, the same bits."""
     np.testing.assert_array_equal(first.hit, second.hit)
     for field in fields:
+        if exact:
+            np.testing.assert_array_equal(getattr(first, field), getattr(second, field))
+            continue
         a, b = getattr(first, field), getattr(second, field)
         np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
         np.testing.assert_array_equal(np.isinf(a), np.isinf(b))
@@ -87,7 +91,53 @@ def test_raycast_backends_agree(name, n):
     with use("numba"):
         compiled = raycast(shape, origins, directions, limits)
     assert expected.hit.sum() > n // 50  # the batch does exercise hits
-    assert_same(compiled, expected, ["distance", "point", "normal"])
+    # The kernels repeat the reference's operations (kernels/rays.py): the same bits, but
+    # for a nested Placed, which the kernel applies as one matrix.
+    exact = name != "nested placement"
+    assert_same(compiled, expected, ["distance", "point", "normal"], exact=exact)
+
+
+@pytest.mark.parametrize("name", ["sphere", "circle", "oblique cylinder", "sheared sphere"])
+def test_extreme_direction_lengths_give_the_same_bits(name):
+    """Directions whose squared length under- or overflows (1e-200, 1e200) take the scaled
+    unit_rows path on both backends; mixed into blocks of ordinary ones."""
+    shape = SHAPES[name]
+    origins, directions = random_rays(3000, shape.dimension, seed=11)
+    scale = np.random.default_rng(12).choice([1e-200, 1e-150, 1.0, 1e150, 1e200], (3000, 1))
+    directions = directions * scale
+    with use("numpy"):
+        expected = raycast(shape, origins, directions)
+    with use("numba"):
+        compiled = raycast(shape, origins, directions)
+    assert expected.hit[scale[:, 0] == 1e-200].sum() > 10
+    assert_same(compiled, expected, ["distance", "point", "normal"], exact=True)
+
+
+BAD_ROWS = [
+    # (row, origin or None, direction or None, message): in a block of ordinary rays,
+    # after a tiny and a huge direction (the block's ray-by-ray pass)
+    (300, None, [0.0, 0.0, 0.0], "directions row 300 has zero length"),
+    (301, None, [np.nan, 1.0, 0.0], "directions row 301 is not finite"),
+    (302, None, [1e300, -np.inf, 0.0], "directions row 302 is not finite"),
+    (303, [0.0, np.inf, 1.0], None, "origins row 303 is not finite"),
+    (304, [np.nan, 0.0, 1.0], [0.0, 0.0, 0.0], "origins row 304 is not finite"),
+    (305, [1.0, 2.0, -np.inf], [1e-200, 0.0, 0.0], "origins row 305 is not finite"),
+]
+
+
+@pytest.mark.parametrize("chosen", ["numpy", "numba"])
+@pytest.mark.parametrize("row, origin, direction, message", BAD_ROWS)
+def test_the_first_bad_row_is_named_on_both_backends(chosen, row, origin, direction, message):
+    origins, directions = random_rays(5000, 3, seed=13)
+    directions[290] *= 1e-200
+    directions[295] *= 1e200
+    if origin is not None:
+        origins[row] = origin
+    if direction is not None:
+        directions[row] = direction
+    directions[4000] = 0.0  # a later bad row is not the one named
+    with use(chosen), pytest.raises(ValueError, match=message):
+        raycast(SHAPES["sphere"], origins, directions)
 
 
 # A placement scaling a cylinder along its axis (local z) and uniformly across: folded.

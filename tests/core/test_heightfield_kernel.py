@@ -166,3 +166,23 @@ def test_bad_rays_are_named_and_march_stays_numpy():
         raycast(field, np.ones((5, 3)), directions)
     march = Heightfield(np.zeros((3, 3)), method="MARCH")
     assert march.kernel_module is None and field.kernel_module == "heightfield"
+
+
+@pytest.mark.parametrize("solid", [True, False])
+def test_the_kernel_gives_the_references_bits(solid):
+    """The kernel repeats the reference's expressions, directions made unit as
+    unit_components does: the same bits, not only 1e-12 (rays of any length, a group of 4
+    walked together with a tail of 3)."""
+    rng = np.random.default_rng(17)
+    y, x = np.mgrid[0:120, 0:150]
+    heights = 20 * np.sin(x / 23.0) * np.cos(y / 31.0) + rng.normal(0, 0.5, (120, 150))
+    field = Heightfield(heights, (0.5, 0.75), (-10.0, 3.0), solid=solid)
+    origins, directions = rays(rng, heights, (0.5, 0.75), (-10.0, 3.0), 4003)
+    directions *= rng.uniform(0.1, 10, (4003, 1))
+    with use("numpy"):
+        expected = raycast(field, origins, directions)
+    with use("numba"):
+        got = raycast(field, origins, directions)
+    assert expected.hit.mean() > 0.2
+    for name in ("hit", "distance", "point", "normal", "cell"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(expected, name))
