@@ -162,27 +162,27 @@ def occluded(arguments, placement, starts, ends, trim, out, start, stop):
 
 
 # Sphere cast. numpy's maximum/minimum (NaN wins) and fmax/fmin (NaN loses) as selects.
-@njit(error_model="numpy")
+@helper
 def maximum(a, b):
     return a if a > b or a != a else b
 
 
-@njit(error_model="numpy")
+@helper
 def minimum(a, b):
     return a if a < b or a != a else b
 
 
-@njit(error_model="numpy")
+@helper
 def fmax(a, b):
     return a if a > b or b != b else b
 
 
-@njit(error_model="numpy")
+@helper
 def fmin(a, b):
     return a if a < b or b != b else b
 
 
-@njit(error_model="numpy")
+@helper
 def radial_interval(closest, inverse_speed_squared, miss_squared, along_axis, radius):
     """_Line.radial_interval: [enter, leave] within ``radius`` of the axis; NaN where
     never, +-inf for a line along the axis within it."""
@@ -192,7 +192,7 @@ def radial_interval(closest, inverse_speed_squared, miss_squared, along_axis, ra
     return closest - half, closest + half
 
 
-@njit(error_model="numpy")
+@helper
 def slab_interval(z0, inverse_dz, parallel, low, high):
     """_Line.slab_interval: [enter, leave] with low <= z <= high (empty where enter > leave)."""
     if parallel:
@@ -203,7 +203,7 @@ def slab_interval(z0, inverse_dz, parallel, low, high):
     return minimum(to_low, to_high), maximum(to_low, to_high)
 
 
-@njit(error_model="numpy")
+@helper
 def torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r):
     """F(t) = (rho - r)^2 + zeta^2 - R^2 and its slope (cylinder_cast._torus_function)."""
     s = t - closest
@@ -215,7 +215,7 @@ def torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r):
     return f, 2.0 * (off * (a2s / (rho + 1e-300)) + zeta * dz)
 
 
-@njit(error_model="numpy")
+@helper
 def torus_piece(closest, a2, b2, zeta0, dz, reach_squared, tolerance, r, low, high, convex):
     """The first root of F in the piece [low, high], inf where none: cylinder_cast's
     _torus_entry for one piece, then _solve, _lean_newton and _newton for one row.
@@ -278,7 +278,7 @@ def torus_piece(closest, a2, b2, zeta0, dz, reach_squared, tolerance, r, low, hi
     return INF
 
 
-@njit(error_model="numpy")
+@helper
 def torus_entry(x0, y0, z0, dz, rim, r, reach, line, lower, upper, convex):
     """First t in [lower, upper] inside the solid torus around the rim at height ``rim``,
     inf where none (cylinder_cast._torus_entry for one row). ``line`` = (closest, a^2,
@@ -317,7 +317,7 @@ def torus_entry(x0, y0, z0, dz, rim, r, reach, line, lower, upper, convex):
     return found
 
 
-@njit(error_model="numpy")
+@helper
 def tube_entry(x0, y0, z0, dz, inverse_dz, parallel, along_axis, r, h, reach, line, lower, convex):
     """cylinder_cast._tube_entry for one row: the shell between the end planes skipping the
     hole, or a rim torus crossed before it. (``convex`` is False: the rims' stretches may
@@ -350,7 +350,7 @@ def tube_entry(x0, y0, z0, dz, inverse_dz, parallel, along_axis, r, h, reach, li
     return found
 
 
-@njit(error_model="numpy")
+@helper
 def radial_unit(cx, cy, rho):
     """(cx, cy) / rho, and (1, 0) on the axis."""
     on_axis = rho == 0.0
@@ -358,7 +358,7 @@ def radial_unit(cx, cy, rho):
     return cx * scale + (1.0 if on_axis else 0.0), cy * scale
 
 
-@njit(error_model="numpy")
+@helper
 def contact_capped(cx, cy, cz, r, h):
     """cylinder_cast._contact_capped (and _contact_capped_odd) for one centre, frame
     coordinates: the nearest point of the solid and the normal toward the centre."""
@@ -405,7 +405,7 @@ def contact_capped(cx, cy, cz, r, h):
     )
 
 
-@njit(error_model="numpy")
+@helper
 def contact_tube(cx, cy, cz, dx, dy, r, h, reach):
     """cylinder_cast._contact_tube (and _contact_tube_odd) for one centre, frame
     coordinates: the nearest point of the tube and the normal toward the centre (on the
@@ -432,7 +432,7 @@ def contact_tube(cx, cy, cz, dx, dy, r, h, reach):
     return r * ex, r * ey, nearest_z, normal_radial * ex, normal_radial * ey, normal_axial
 
 
-@njit(error_model="numpy")
+@helper
 def cast_cylinder(p0, frame, h, r, capped, sx, sy, sz, ux, uy, uz, reach):
     """Centre travel (inf where no contact), contact point and normal of a ball of radius
     ``reach`` moving from s along u (unit or zero) against the cylinder, in world space."""

@@ -30,7 +30,16 @@ from ..heightfield.cast import EARLY, MARGIN, _Geometry
 from ..heightfield.grid import BLOCK
 from . import heightfield as ray_kernels
 from .cylinder import fmax, fmin, maximum, minimum
-from .rays import INF, NAN, cast_direction, cast_to_local, cast_to_world, finite, transform
+from .rays import (
+    INF,
+    NAN,
+    cast_direction,
+    cast_to_local,
+    cast_to_world,
+    finite,
+    helper,
+    transform,
+)
 
 AHEAD = 4  # casts: prefetch_cast looks this far ahead
 FIRST_CELLS = 64  # the stretch's cell list grows (doubling) from this many
@@ -68,7 +77,7 @@ def cast_arguments(field):
     )
 
 
-@njit(error_model="numpy")
+@helper
 def slab(p, d, low, high):
     """cast._slab: the interval of t where p + t d is in [low, high]."""
     if d == 0.0:
@@ -80,7 +89,7 @@ def slab(p, d, low, high):
     return minimum(ta, tb), maximum(ta, tb)
 
 
-@njit(error_model="numpy")
+@helper
 def accept(t, early):
     """cast._accept: t >= 0 (at most ``early`` before 0: 0), else inf."""
     if t >= -early:
@@ -88,7 +97,7 @@ def accept(t, early):
     return INF
 
 
-@njit(error_model="numpy")
+@helper
 def cell_range(low, high, origin, spacing, cells):
     """_Geometry.cell_range: first and last cell meeting [low, high], clamped."""
     first = np.floor((low - origin) / spacing - MARGIN)
@@ -98,7 +107,7 @@ def cell_range(low, high, origin, spacing, cells):
     return int(first), int(last)
 
 
-@njit(error_model="numpy")
+@helper
 def in_triangle(which, anti, u, v):
     """_Cell.in_triangle at the cell's (u, v)."""
     if which == 0:
@@ -110,7 +119,7 @@ def in_triangle(which, anti, u, v):
     return u >= 0.0 and v <= 1.0 and v >= u
 
 
-@njit(error_model="numpy")
+@helper
 def face(which, h00, h10, h01, h11, anti, xa, xb, ya, yb, dx, dy):
     """_Cell.faces for triangle ``which``: a point of its plane and its unit up normal."""
     if which == 0:
@@ -126,7 +135,7 @@ def face(which, h00, h10, h01, h11, anti, xa, xb, ya, yb, dx, dy):
     return ax, ay, az, nx_ * inverse, ny_ * inverse, inverse
 
 
-@njit(error_model="numpy")
+@helper
 def edge_points(k, h00, h10, h01, h11, anti, xa, xb, ya, yb):
     """_Cell.edges: edge ``k`` of the cell's 5 (4 sides and the diagonal) as two points."""
     if k == 0:
@@ -142,7 +151,7 @@ def edge_points(k, h00, h10, h01, h11, anti, xa, xb, ya, yb):
     return xa, ya, h00, xb, yb, h11
 
 
-@njit(error_model="numpy")
+@helper
 def wall(k, h00, h10, h01, h11, xa, xb, ya, yb):
     """_Cell.walls: wall ``k`` (x = xa, x = xb, y = ya, y = yb) as (axis, plane, outward
     sign, span low, span high, height at low, height at high)."""
@@ -155,7 +164,7 @@ def wall(k, h00, h10, h01, h11, xa, xb, ya, yb):
     return 1, yb, 1.0, xa, xb, h01, h11
 
 
-@njit(error_model="numpy")
+@helper
 def on_border(k, i, j, last_i, last_j):
     """Whether the cell (i, j) has wall ``k`` (is on that side of the footprint)."""
     if k == 0:
@@ -167,7 +176,7 @@ def on_border(k, i, j, last_i, last_j):
     return j == last_j
 
 
-@njit(error_model="numpy")
+@helper
 def corner(k, i, j, last_i, last_j, h00, h10, h01, h11, xa, xb, ya, yb):
     """_Cell.corners: whether the cell holds the footprint's corner ``k`` (00, 10, 01, 11)
     and that corner's point."""
@@ -180,7 +189,7 @@ def corner(k, i, j, last_i, last_j, h00, h10, h01, h11, xa, xb, ya, yb):
     return i == last_i and j == last_j, xb, yb, h11
 
 
-@njit(error_model="numpy")
+@helper
 def edge_entry(ax, ay, az, bx, by, bz, sx, sy, sz, ux, uy, uz, R, early):
     """cast._edge_entry: entry into the cylinder of radius R around a -> b, foot on it."""
     ex, ey, ez = bx - ax, by - ay, bz - az
@@ -203,7 +212,7 @@ def edge_entry(ax, ay, az, bx, by, bz, sx, sy, sz, ux, uy, uz, R, early):
     return INF
 
 
-@njit(error_model="numpy")
+@helper
 def vertex_entry(px, py, pz, sx, sy, sz, ux, uy, uz, R, early):
     """cast._vertex_entry: entry into the ball of radius R around p."""
     mx, my, mz = sx - px, sy - py, sz - pz
@@ -215,7 +224,7 @@ def vertex_entry(px, py, pz, sx, sy, sz, ux, uy, uz, R, early):
     return accept(closest - np.sqrt(R * R - miss), early)
 
 
-@njit(error_model="numpy")
+@helper
 def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, uz, R, early):
     """cast._entries for one cast and one cell: the least entry into its pieces (faces,
     edges, vertices and, for the solid on the border, walls and corner lines). ``grid`` =
@@ -298,7 +307,7 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
     return fmin(best, walls)
 
 
-@njit(error_model="numpy")
+@helper
 def cell_nearest(i, j, h00, h10, h01, h11, anti, grid, solid, qx, qy, qz):
     """cast._nearest for one point and one cell: the distance to the cell's pieces, the
     nearest point and the piece's outward normal (faces: up; walls: their axis; NaN for
@@ -368,7 +377,7 @@ def cell_nearest(i, j, h00, h10, h01, h11, anti, grid, solid, qx, qy, qz):
     return best, px, py, pz, nx, ny, nz
 
 
-@njit(error_model="numpy")
+@helper
 def box_gap(xa, xb, ya, yb, bottom, top, x, y, z):
     """cast._box_gap: the distance from (x, y, z) to the box (a lower bound of its pieces')."""
     gap_x = maximum(maximum(xa - x, x - xb), 0.0)
@@ -377,7 +386,7 @@ def box_gap(xa, xb, ya, yb, bottom, top, x, y, z):
     return np.sqrt(gap_x * gap_x + gap_y * gap_y + gap_z * gap_z)
 
 
-@njit(error_model="numpy")
+@helper
 def box_entry(xa, xb, ya, yb, bottom, top, ta, tb, sx, sy, sz, ux, uy, uz, R):
     """cast._box_entry: the part [enter, leave] of [ta, tb] where the centre may be within
     R of the pieces in the box (in the box grown by R and, for a finite box, in the ball
@@ -400,7 +409,7 @@ def box_entry(xa, xb, ya, yb, bottom, top, ta, tb, sx, sy, sz, ux, uy, uz, R):
     return (enter if spare >= 0.0 else INF), leave
 
 
-@njit(error_model="numpy")
+@helper
 def surface_at(flat, anti_of, has_anti, nx, ny, U, V):
     """surfaces.surface_at (TRIANGLES) at grid coordinates (U, V), clamped: height and
     gradient (dh/du, dh/dv)."""
@@ -421,7 +430,7 @@ def surface_at(flat, anti_of, has_anti, nx, ny, U, V):
     return c1 + a1 * u + b1 * v, a1, b1
 
 
-@njit(inline="always")
+@helper
 def prefetch_cast(
     starts, ends, row, placement, x0, y0, dx, dy, nx, ny, zmin, zmax, flat, cell_max, cell_min
 ):  # fmt: skip
