@@ -192,7 +192,7 @@ class Placed:
         local_start = [linear_combination(row, relative) for row in self.inverse_linear]
         local_direction = [k * linear_combination(row, direction) for row in self.inverse_linear]
         # Only for a shape that has it: sphere_cast calls _check_sphere_cast first.
-        distance, point, normal = self.shape._sphere_cast_components(  # type: ignore[union-attr]
+        distance, point, normal = self.shape._sphere_cast_components(
             local_start, local_direction, radius / k, length / k
         )
         world_point = [

@@ -168,8 +168,8 @@ def as_per_row(name: str, value, n: int, allow_inf: bool = False) -> np.ndarray:
     if not allow_inf:
         bad |= np.isinf(array)
     if bad.any():
-        row = _first_bad_row(bad)
-        raise ValueError(f"{name} row {row} must be a non-negative number, got {array[row]}")
+        first = _first_bad_row(bad)
+        raise ValueError(f"{name} row {first} must be a non-negative number, got {array[first]}")
     return array if array.ndim == 1 else np.broadcast_to(array, (n,))
 
 

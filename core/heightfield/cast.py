@@ -696,14 +696,14 @@ def _overlaps(g, cast):
         _, grad_u, grad_v, _, _ = surface_at(
             g.terrain._above, "TRIANGLES", (x - g.x0) / g.dx, (y - g.y0) / g.dy
         )
-        up = g.terrain._normal(grad_u, grad_v)
+        surface_normal = g.terrain._normal(grad_u, grad_v)
         if g.solid:
-            own = [piece_normal[a][on_rows] for a in range(3)]
-            on_wall = (z < _height(g, x, y)) & ~np.isnan(own[0])
-            up = [np.where(on_wall, o, x_) for o, x_ in zip(own, up)]
+            piece = [piece_normal[a][on_rows] for a in range(3)]
+            on_wall = (z < _height(g, x, y)) & ~np.isnan(piece[0])
+            up = [np.where(on_wall, o, x_) for o, x_ in zip(piece, surface_normal)]
         else:
-            facing = _dot(up, [c[on_rows] for c in cast.u]) > 0.0
-            up = [np.where(facing, -x_, x_) for x_ in up]
+            facing = _dot(surface_normal, [c[on_rows] for c in cast.u]) > 0.0
+            up = [np.where(facing, -x_, x_) for x_ in surface_normal]
         for a in range(3):
             normal[a][on_rows] = up[a]
     return overlap, point, normal

@@ -105,7 +105,7 @@ class Heightfield:
         self._below = None  # the mirror image, for rays below a surface (built on first use)
         self._kernel_data = None  # the compiled kernel's arguments (built on first use)
         self._kernel_cast_data = None  # the compiled sphere cast's (built on first use)
-        self._cast_arrays = None  # the sphere cast's cell and block extremes (first use)
+        self._cast_arrays: dict | None = None  # the sphere cast's cell and block extremes
         self._test = test_bilinear if self.surface == "BILINEAR" else test_triangles
         # A ray exactly parallel to a grid axis may sit a few ulps outside the footprint
         # when aimed at its first or last grid line (module docstring).

@@ -35,7 +35,8 @@ def helper(function):
     callee at every call site), the same time per ray (without ``forceinline`` 4x slower
     per ray: calls in the loop stop LLVM's vectorizing). Never call one from Python: without
     its wrapper that crashes the process (a test calls it from an ``@njit`` function)."""
-    return njit(
+    # numba's options without a Python wrapper are missing from its type stubs.
+    return njit(  # type: ignore[call-overload]
         no_cpython_wrapper=True, no_cfunc_wrapper=True, forceinline=True, error_model="numpy"
     )(function)
 
