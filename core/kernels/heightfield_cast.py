@@ -741,6 +741,13 @@ def finish_rays(placement, starts, ends, rows, rays, out):
         normal[row, 0], normal[row, 1], normal[row, 2] = nx * gate, ny * gate, nz * gate
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def cast_order(terrain, placement, starts, start, stop):
+    """The ray kernel's _coherent_order for the casts' starts (a helper, which Python cannot
+    call: this is its compiled entry point)."""
+    return ray_kernels._coherent_order(terrain, placement, starts, start, stop)
+
+
 def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
     """Casts start ... stop - 1 (see core/backend.py): cast_rows (on a large terrain in the
     order of the block each cast starts over, so that casts one after another read the same
@@ -752,7 +759,7 @@ def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
     if stop - start < ray_kernels.SORT_MIN_RAYS or nx * ny < ray_kernels.SORT_MIN_CELLS:
         order = np.arange(start, stop)
     else:  # in the order of the block they start over, as the ray kernel does
-        order = ray_kernels._coherent_order(arguments[0], placement, starts, start, stop)
+        order = cast_order(arguments[0], placement, starts, start, stop)
     bad = cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows, order)
     rows = np.flatnonzero(ray_rows) + start
     if rows.size:

@@ -390,6 +390,29 @@ def test_terrain_casts_on_threads_match_one_thread_and_numpy(monkeypatch):
     assert_same(threaded, expected, ["distance", "center", "point", "normal"])
 
 
+def test_terrain_casts_on_a_large_terrain_take_the_coherent_order():
+    """From SORT_MIN_CELLS heights the cast kernel runs its casts in the order of the block
+    they start over (the ray kernel's _coherent_order, through a compiled entry point: a
+    helper called from Python crashes the process); the answers stay the reference's."""
+    from core.kernels.heightfield import SORT_MIN_CELLS, SORT_MIN_RAYS
+
+    side = int(np.ceil(np.sqrt(SORT_MIN_CELLS)))
+    rng = np.random.default_rng(23)
+    heights = np.cumsum(rng.normal(0, 0.3, (side, side)), axis=1)
+    shape = Heightfield(heights, spacing=(0.5, 0.5), solid=True)
+    n = 2 * SORT_MIN_RAYS + 1
+    starts = np.column_stack(
+        [rng.uniform(0, 0.5 * (side - 1), (n, 2)), np.full(n, heights.max() + 2.0)]
+    )
+    ends = starts + np.column_stack([rng.normal(0, 4, (n, 2)), np.full(n, -60.0)])
+    with use("numba"):
+        compiled = sphere_cast(shape, starts, ends, 0.4)
+    with use("numpy"):
+        expected = sphere_cast(shape, starts, ends, 0.4)
+    assert expected.hit.mean() > 0.9
+    assert_same(compiled, expected, ["distance", "center", "point", "normal"])
+
+
 def test_one_thread_and_threads_give_the_same_answers(monkeypatch):
     shape = SHAPES["oblique cylinder"]
     origins, directions = random_rays(3 * PARALLEL_MIN + 1, 3, seed=5)
