@@ -38,6 +38,8 @@ KINDS = {
     "sphere cast vs cylinder": (
         "sphere_cast(Cylinder((0, 0, -1), (0, 0, 1), 1.0), origins, origins + directions, 0.1)"
     ),
+    "sphere cast vs terrain": "sphere_cast(TERRAIN, origins, origins + directions, 0.1)",
+    "sphere cast vs terrain surface": "sphere_cast(SURFACE, origins, origins + directions, 0.1)",
     "ray-terrain": "raycast(TERRAIN, origins, directions)",
     "ray-terrain surface": "raycast(SURFACE, origins, directions)",
     "ray-terrain bilinear": "raycast(BILINEAR, origins, directions)",
