@@ -131,7 +131,7 @@ def raycast(arguments, placement, origins, directions, max_distance, out, start,
     block = np.empty((11, BLOCK))
     bad = 0
     for begin in range(start, stop, BLOCK):
-        count = min(BLOCK, stop - begin)
+        count = stop - begin if stop - begin < BLOCK else BLOCK  # no min() to compile
         bad += read_rays(origins, directions, begin, count, block)
         for j in range(count):
             ox, oy, oz, ux, uy, uz = ray_in_block(block, j)

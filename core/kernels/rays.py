@@ -323,7 +323,9 @@ def write_ray_hits(block, begin, count, max_distance, solid, hit, distance, poin
     0 <= t <= limit (t is inf or NaN for a miss), at t = 0 with normal -direction on a solid
     (a surface keeps its normal); a miss as inf distance and NaN point and normal.
     Branch-free (a gate of 1 or NaN, as core/rays.py): hits and misses mix at random."""
-    read_values(max_distance, begin, count, block, 10)
+    step = 1 if max_distance.shape[0] > 1 else 0  # read_values's loop (one helper less)
+    for j in range(count):
+        block[10, j] = max_distance[(begin + j) * step]
     hit = hit[begin : begin + count]
     distance = distance[begin : begin + count]
     point = point[3 * begin : 3 * (begin + count)]
