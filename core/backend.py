@@ -56,7 +56,12 @@ it sees. Every kernel follows these rules:
   cached on its own, inlined by LLVM. Not ``inline="always"`` (numba re-processes the
   callee at every call site: the cylinder's raycast took 2.4 s instead of 1.6 s) and not
   ``@njit(cache=True)`` (wrappers and a cache entry each). A helper has no Python wrapper:
-  calling one from Python crashes; call it from an ``@njit`` function.
+  calling one from Python crashes; call it from an ``@njit`` function. Code that rarely
+  runs (read_rays's fix-up of extreme direction lengths) is a ``@rare_helper``: called, not
+  inlined, so it does not grow every kernel that LLVM optimizes. Fewer, larger helpers
+  compile faster than many small ones (each is a function numba types and LLVM optimizes
+  on its own before inlining): a loop of a few lines goes into its caller, and a kernel
+  writes ``rows.reshape(rows.size)`` and a select rather than calling a function or ``min()``.
 * A kernel calling a compiled function with a literal (``0``, ``False``) compiles it for
   that literal's own type: pass a variable computed at run time (see heightfield.py's
   ``_raycast_ordered``), or let Python choose between kernels (heightfield.py's

@@ -22,7 +22,6 @@ from .rays import (
     cast_to_local,
     cast_to_world,
     finite,
-    flat,
     helper,
     keep_hit,
     load,
@@ -123,11 +122,16 @@ def hit_in_frame(height, radius, capped, x0, y0, z0, dx, dy, dz):
 def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
     p0, frame, height, radius, capped = arguments
     hit, distance, point, normal = out
-    origins, directions, point, normal = flat(origins), flat(directions), flat(point), flat(normal)
+    origins, directions, point, normal = (
+        origins.reshape(origins.size),
+        directions.reshape(directions.size),
+        point.reshape(point.size),
+        normal.reshape(normal.size),
+    )
     block = np.empty((11, BLOCK))
     bad = 0
     for begin in range(start, stop, BLOCK):
-        count = min(BLOCK, stop - begin)
+        count = stop - begin if stop - begin < BLOCK else BLOCK  # no min() to compile
         bad += read_rays(origins, directions, begin, count, block)
         for j in range(count):
             ox, oy, oz, ux, uy, uz = ray_in_block(block, j)

@@ -7,17 +7,19 @@ no fastmath: LLVM may neither reorder nor fuse them), so both backends give the 
 where the operations are the same (raycast on spheres, circles, cylinders, tubes, once
 Placed; a nested Placed is one matrix here and agrees to rounding).
 
-Helpers are compiled as :func:`helper` (LLVM inlines them into each kernel). A ray kernel
-(see sphere.py) flattens its (N, 3) arrays (``flat``) and loops over blocks of ``BLOCK``
-rays: ``read_rays`` copies a block's rows into columns, makes the directions unit and counts
-bad rays; per ray ``ray_in_block``, ``to_local`` (the shape's local space), its own one-ray
-function, ``normal_to_world`` and ``keep_hit``; then ``write_ray_hits`` writes the block's
+Helpers are compiled as :func:`helper` (LLVM inlines them into each kernel). A ray kernel (see
+sphere.py) flattens its (N, 3) arrays first (``rows.reshape(rows.size)``, a view: the helpers take
+those and index ``3 * j + axis``, a stride LLVM knows, so it turns the copies between rows and the
+block into SIMD shuffles; measured: the read 2.3x, the write 2x faster than ``rows[begin + j,
+axis]``; a direct reshape, not a function of ours: that would be one more to compile) and loops over
+blocks of ``BLOCK`` rays: ``read_rays`` copies a block's rows into columns, makes the directions
+unit and counts bad rays; per ray ``ray_in_block``, ``to_local`` (the shape's local space), its own
+one-ray function, ``normal_to_world`` and ``keep_hit``; then ``write_ray_hits`` writes the block's
 results.
 """
 
 import numpy as np
 from numba import njit
-from numba.extending import overload
 
 INF = np.inf
 NAN = np.nan
@@ -58,32 +60,14 @@ def placement(placed=None):
     return (inverse, translation, linear, scale)
 
 
-def flat(rows):
-    """An (N, 3) array as its 3N values in a row (a view); a 1D array as it is. Kernels
-    flatten their (N, 3) arguments once, before the loop over blocks: the helpers below
-    then index ``3 * j + axis``, a stride LLVM knows, so it turns the copies between rows
-    and the block into SIMD shuffles (measured: the read 2.3x, the write 2x faster than
-    ``rows[begin + j, axis]``, whose stride is only known at run time). The helpers
-    flatten too (a no-op for 1D): a kernel may hand them (N, 3) arrays, at a cost (numba's
-    reshape is a call, paid per block)."""
-    return rows.reshape(-1)
-
-
-@overload(flat)
-def _flat(rows):
-    if rows.ndim == 1:
-        return lambda rows: rows
-    return lambda rows: rows.reshape(rows.size)
-
-
 @helper
 def read_block(first, second, begin, count, block):
-    """Rows begin..begin+count of two (N, 3) arrays (or their ``flat`` views) into rows 0-2
+    """Rows begin..begin+count of two flattened (N, 3) arrays into rows 0-2
     and 3-5 of ``block``, one column per ray: the loop over a block then reads contiguous
     rows, which LLVM turns into SIMD code (measured 3x faster than reading the (N, 3) rows
     in it)."""
-    first = flat(first)[3 * begin : 3 * (begin + count)]
-    second = flat(second)[3 * begin : 3 * (begin + count)]
+    first = first[3 * begin : 3 * (begin + count)]
+    second = second[3 * begin : 3 * (begin + count)]
     for j in range(count):
         for axis in range(3):
             block[axis, j] = first[3 * j + axis]
@@ -92,31 +76,56 @@ def read_block(first, second, begin, count, block):
 
 @helper
 def read_rays(origins, directions, begin, count, block):
-    """read_block, then the directions (rows 3-5) made unit as core/rays.py's
-    unit_components does, bit for bit: x / |x| as x * (1 / sqrt(x.x)), branch-free (SIMD);
+    """read_block's copy of a block's rays (in the same loop: one function less to compile,
+    as fast), the directions (rows 3-5) made unit as core/rays.py's unit_components does,
+    bit for bit: x / |x| as x * (1 / sqrt(x.x)), branch-free (SIMD);
     a block with a length out of that formula's range (squared <= 1e-290 or >= 1e290, a
     zero or non-finite direction) is fixed ray by ray afterwards (unit_rows's scaling).
     Returns how many rays are bad (a non-finite origin or direction, a zero direction)."""
-    read_block(origins, directions, begin, count, block)
+    origins = origins[3 * begin : 3 * (begin + count)]
+    rows = directions[3 * begin : 3 * (begin + count)]
     bad = 0
     extreme = 0
     for j in range(count):
-        x, y, z = block[3, j], block[4, j], block[5, j]
+        ox, oy, oz = origins[3 * j], origins[3 * j + 1], origins[3 * j + 2]
+        x, y, z = rows[3 * j], rows[3 * j + 1], rows[3 * j + 2]
         squared = x * x + y * y + z * z
         inverse = 1.0 / np.sqrt(squared)
+        block[0, j], block[1, j], block[2, j] = ox, oy, oz
         block[3, j], block[4, j], block[5, j] = x * inverse, y * inverse, z * inverse
         extreme += 0 if squared > 1e-290 and squared < 1e290 else 1
-        bad += 0 if finite(block[0, j], block[1, j], block[2, j]) else 1
+        bad += 0 if finite(ox, oy, oz) else 1
     if extreme:
-        directions = flat(directions)
-        for j in range(count):
-            at = 3 * (begin + j)
-            x, y, z = directions[at], directions[at + 1], directions[at + 2]
-            squared = x * x + y * y + z * z
-            if not (squared > 1e-290 and squared < 1e290):
-                block[3, j], block[4, j], block[5, j], length = unit_rows(x, y, z)
-                valid = finite(x, y, z) and length > 0.0
-                bad += 0 if valid or not finite(block[0, j], block[1, j], block[2, j]) else 1
+        bad += unit_extreme_rays(directions, begin, count, block)
+    return bad
+
+
+def rare_helper(function):
+    """A :func:`helper` that LLVM does not inline: code that runs rarely (out of the loop's
+    way, e.g. read_rays's fix-up of extreme lengths), called instead, so each kernel's
+    module stays small and fast to optimize (with the reshapes below, the cylinder's raycast
+    first use 2.8 -> 2.3 s CPU)."""
+    # numba's options without a Python wrapper are missing from its type stubs.
+    return njit(  # type: ignore[call-overload]
+        no_cpython_wrapper=True, no_cfunc_wrapper=True, error_model="numpy"
+    )(function)
+
+
+@rare_helper
+def unit_extreme_rays(directions, begin, count, block):
+    """read_rays's fix-up of a block with an extreme direction length: those directions
+    made unit by unit_rows's scaling (rows 3-5 of ``block``). Returns how many of them
+    are bad (a zero or non-finite direction) with a finite origin (read_rays counted the
+    others)."""
+    bad = 0
+    for j in range(count):
+        at = 3 * (begin + j)
+        x, y, z = directions[at], directions[at + 1], directions[at + 2]
+        squared = x * x + y * y + z * z
+        if not (squared > 1e-290 and squared < 1e290):
+            block[3, j], block[4, j], block[5, j], length = unit_rows(x, y, z)
+            valid = finite(x, y, z) and length > 0.0
+            bad += 0 if valid or not finite(block[0, j], block[1, j], block[2, j]) else 1
     return bad
 
 
@@ -314,11 +323,13 @@ def write_ray_hits(block, begin, count, max_distance, solid, hit, distance, poin
     0 <= t <= limit (t is inf or NaN for a miss), at t = 0 with normal -direction on a solid
     (a surface keeps its normal); a miss as inf distance and NaN point and normal.
     Branch-free (a gate of 1 or NaN, as core/rays.py): hits and misses mix at random."""
-    read_values(max_distance, begin, count, block, 10)
+    step = 1 if max_distance.shape[0] > 1 else 0  # read_values's loop (one helper less)
+    for j in range(count):
+        block[10, j] = max_distance[(begin + j) * step]
     hit = hit[begin : begin + count]
     distance = distance[begin : begin + count]
-    point = flat(point)[3 * begin : 3 * (begin + count)]
-    normal = flat(normal)[3 * begin : 3 * (begin + count)]
+    point = point[3 * begin : 3 * (begin + count)]
+    normal = normal[3 * begin : 3 * (begin + count)]
     for j in range(count):
         t = block[6, j]
         ux, uy, uz = block[3, j], block[4, j], block[5, j]
@@ -352,9 +363,9 @@ def write_cast_hits(block, begin, count, hit, distance, center, point, normal):
     start + t * direction; else inf and NaN. Branch-free like write_ray_hits."""
     hit = hit[begin : begin + count]
     distance = distance[begin : begin + count]
-    center = flat(center)[3 * begin : 3 * (begin + count)]
-    point = flat(point)[3 * begin : 3 * (begin + count)]
-    normal = flat(normal)[3 * begin : 3 * (begin + count)]
+    center = center[3 * begin : 3 * (begin + count)]
+    point = point[3 * begin : 3 * (begin + count)]
+    normal = normal[3 * begin : 3 * (begin + count)]
     for j in range(count):
         t = block[6, j]
         found = t <= block[7, j] and t < INF

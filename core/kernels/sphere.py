@@ -14,7 +14,6 @@ from .rays import (
     cast_to_local,
     cast_to_world,
     finite,
-    flat,
     helper,
     keep_cast,
     keep_hit,
@@ -93,11 +92,16 @@ def cast_sphere(center, radius, sx, sy, sz, ux, uy, uz, cast_radius, dimension):
 def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
     center, radius, _ = arguments
     hit, distance, point, normal = out
-    origins, directions, point, normal = flat(origins), flat(directions), flat(point), flat(normal)
+    origins, directions, point, normal = (
+        origins.reshape(origins.size),
+        directions.reshape(directions.size),
+        point.reshape(point.size),
+        normal.reshape(normal.size),
+    )
     block = np.empty((11, BLOCK))
     bad = 0
     for begin in range(start, stop, BLOCK):
-        count = min(BLOCK, stop - begin)
+        count = stop - begin if stop - begin < BLOCK else BLOCK  # no min() to compile
         bad += read_rays(origins, directions, begin, count, block)
         for j in range(count):
             ox, oy, oz, ux, uy, uz = ray_in_block(block, j)
@@ -135,12 +139,17 @@ def occluded(arguments, placement, starts, ends, trim, out, start, stop):
 def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
     center, target_radius, dimension = arguments
     hit, distance, center_at_contact, point, normal = out
-    starts, ends, point, normal = flat(starts), flat(ends), flat(point), flat(normal)
-    center_at_contact = flat(center_at_contact)
+    starts, ends, point, normal = (
+        starts.reshape(starts.size),
+        ends.reshape(ends.size),
+        point.reshape(point.size),
+        normal.reshape(normal.size),
+    )
+    center_at_contact = center_at_contact.reshape(center_at_contact.size)
     block = np.empty((15, BLOCK))
     bad = 0
     for begin in range(start, stop, BLOCK):
-        count = min(BLOCK, stop - begin)
+        count = stop - begin if stop - begin < BLOCK else BLOCK  # no min() to compile
         read_block(starts, ends, begin, count, block)
         read_values(radius, begin, count, block, 14)
         for j in range(count):
