@@ -328,22 +328,8 @@ def _rank(owner):
 def _test_blocks(g, cast, rows, ta, tb, owner, blocks, best, cell, box):
     """Test the cells of the blocks (first i, first j, last i, last j) within each cast's
     box (i_low, i_high, j_low, j_high), culled as the blocks were."""
-    first_i, first_j, last_i, last_j = blocks
-    i_low, i_high, j_low, j_high = box
-    ci_low = np.maximum(first_i, i_low[owner])
-    ci_high = np.minimum(last_i - 1, i_high[owner])
-    cj_low = np.maximum(first_j, j_low[owner])
-    cj_high = np.minimum(last_j - 1, j_high[owner])
-    wide = ci_high - ci_low + 1
-    counts = (wide * (cj_high - cj_low + 1)).astype(np.int64)
-    for part in _batches(counts):
-        sub, k = _expand(counts[part])
-        sub = sub + part.start
-        i = ci_low[sub] + k % wide[sub]
-        j = cj_low[sub] + k // wide[sub]
-        which = owner[sub]
+    for which, i, j, index in _cells_of_blocks(g, owner, blocks, box):
         cast_rows = rows[which]
-        index = (j * (g.nx - 1) + i).astype(np.intp)
         enter, leave = _box_entry(
             g,
             cast,
@@ -360,6 +346,26 @@ def _test_blocks(g, cast, rows, ta, tb, owner, blocks, best, cell, box):
         live = np.flatnonzero((enter <= leave) & (enter <= best[cast_rows]))
         if live.size:
             _test_cells(g, cast, cast_rows[live], i[live], j[live], enter[live], best, cell)
+
+
+def _cells_of_blocks(g, owner, blocks, box):
+    """The cells of the blocks (first i, first j, last i, last j) that lie in their owner's
+    box (i_low, i_high, j_low, j_high, per owner), in batches of at most PAIRS:
+    (owner of each cell, i, j, cell index)."""
+    first_i, first_j, last_i, last_j = blocks
+    i_low, i_high, j_low, j_high = box
+    ci_low = np.maximum(first_i, i_low[owner])
+    ci_high = np.minimum(last_i - 1, i_high[owner])
+    cj_low = np.maximum(first_j, j_low[owner])
+    cj_high = np.minimum(last_j - 1, j_high[owner])
+    wide = ci_high - ci_low + 1
+    counts = (wide * (cj_high - cj_low + 1)).astype(np.int64)
+    for part in _batches(counts):
+        sub, k = _expand(counts[part])
+        sub = sub + part.start
+        i = ci_low[sub] + k % wide[sub]
+        j = cj_low[sub] + k // wide[sub]
+        yield owner[sub], i, j, (j * (g.nx - 1) + i).astype(np.intp)
 
 
 def _test_cells(g, cast, rows, i, j, enter, best, cell):
@@ -756,19 +762,9 @@ def _nearest_around(g, cast, rows, reach, nearest, point, normal):
         owner, first_i, first_j, last_i, last_j = (
             x[keep] for x in (owner, first_i, first_j, last_i, last_j)
         )
-        ci_low = np.maximum(first_i, i_low[owner])
-        ci_high = np.minimum(last_i - 1, i_high[owner])
-        cj_low = np.maximum(first_j, j_low[owner])
-        cj_high = np.minimum(last_j - 1, j_high[owner])
-        wide = ci_high - ci_low + 1
-        cell_counts = (wide * (cj_high - cj_low + 1)).astype(np.int64)
-        for cells in _batches(cell_counts):
-            sub, k = _expand(cell_counts[cells])
-            sub = sub + cells.start
-            i = ci_low[sub] + k % wide[sub]
-            j = cj_low[sub] + k // wide[sub]
-            which = owner[sub]
-            index = (j * (g.nx - 1) + i).astype(np.intp)
+        blocks = (first_i, first_j, last_i, last_j)
+        box = (i_low, i_high, j_low, j_high)
+        for which, i, j, index in _cells_of_blocks(g, owner, blocks, box):
             near = _box_gap(g, s, which, i, i + 1, j, j + 1, g.cell_min[index], g.cell_max[index])
             keep = np.flatnonzero(near <= r[which])
             which, i, j = which[keep], i[keep], j[keep]
