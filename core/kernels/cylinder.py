@@ -33,6 +33,7 @@ from .rays import (
     to_local,
     transform,
     transform_transposed,
+    write_cast,
     write_ray_hits,
 )
 
@@ -498,7 +499,6 @@ def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
     """Casts start ... stop - 1, one row at a time (a cast's branches keep it from SIMD:
     the ray kernels' blocks would only cost compile time)."""
     p0, frame, height, cylinder_radius, capped = arguments
-    hit, distance, center, point, normal = out
     step = 1 if radius.shape[0] > 1 else 0
     bad = 0
     for row in range(start, stop):
@@ -515,13 +515,5 @@ def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
             p0, frame, height, cylinder_radius, capped, lx, ly, lz, lux, luy, luz, local_radius
         )
         t, px, py, pz, nx, ny, nz = cast_to_world(placement, t, px, py, pz, nx, ny, nz)
-        found = t <= length and t < INF
-        gate = 1.0 if found else NAN
-        hit[row] = found
-        distance[row] = t if found else INF
-        center[row, 0] = sx + (t * gate) * ux
-        center[row, 1] = sy + (t * gate) * uy
-        center[row, 2] = sz + (t * gate) * uz
-        point[row, 0], point[row, 1], point[row, 2] = px * gate, py * gate, pz * gate
-        normal[row, 0], normal[row, 1], normal[row, 2] = nx * gate, ny * gate, nz * gate
+        write_cast(out, row, t, length, sx, sy, sz, ux, uy, uz, px, py, pz, nx, ny, nz)
     return bad

@@ -39,6 +39,7 @@ from .rays import (
     finite,
     helper,
     transform,
+    write_cast,
 )
 
 AHEAD = 4  # casts: prefetch_cast looks this far ahead
@@ -469,7 +470,7 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows, 
     x0, y0, dx, dy, nx, ny = arguments[1:7]
     flat, anti_of, has_anti, solid, zmin, zmax = arguments[7:13]
     nbx, block_max, cell_max, block_min, cell_min, scale = arguments[13:19]
-    hit, distance, center, point, normal = out
+    _, distance, _, point, normal = out  # radius-0 casts are staged here for the ray kernel
     step = 1 if radius.shape[0] > 1 else 0
     last_i, last_j = nx - 2, ny - 2
     grid = (x0, y0, dx, dy, last_i, last_j)
@@ -701,15 +702,7 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows, 
                 size = np.sqrt(gx * gx + gy * gy + gz * gz)
                 nx_, ny_, nz_ = gx / size, gy / size, gz / size
         t, px, py, pz, nx_, ny_, nz_ = cast_to_world(placement, t, px, py, pz, nx_, ny_, nz_)
-        found = t <= length and t < INF
-        gate = 1.0 if found else NAN
-        hit[row] = found
-        distance[row] = t if found else INF
-        center[row, 0] = wsx + (t * gate) * wux
-        center[row, 1] = wsy + (t * gate) * wuy
-        center[row, 2] = wsz + (t * gate) * wuz
-        point[row, 0], point[row, 1], point[row, 2] = px * gate, py * gate, pz * gate
-        normal[row, 0], normal[row, 1], normal[row, 2] = nx_ * gate, ny_ * gate, nz_ * gate
+        write_cast(out, row, t, length, wsx, wsy, wsz, wux, wuy, wuz, px, py, pz, nx_, ny_, nz_)
     return bad
 
 
@@ -717,7 +710,6 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows, 
 def finish_rays(placement, starts, ends, rows, rays, out):
     """The casts ``rows`` of radius 0 from the ray kernel's answers in the terrain's frame
     (``rays``: hit, distance, point, normal): back to the world as cast_rows does."""
-    hit, distance, center, point, normal = out
     ray_hit, ray_distance, ray_normal = rays[0], rays[1], rays[3]
     for k in range(rows.shape[0]):
         row = rows[k]
@@ -730,15 +722,7 @@ def finish_rays(placement, starts, ends, rows, rays, out):
             placement, t, lx + t * lux, ly + t * luy, lz + t * luz,
             ray_normal[k, 0], ray_normal[k, 1], ray_normal[k, 2],
         )  # fmt: skip
-        found = t <= length and t < INF
-        gate = 1.0 if found else NAN
-        hit[row] = found
-        distance[row] = t if found else INF
-        center[row, 0] = sx + (t * gate) * ux
-        center[row, 1] = sy + (t * gate) * uy
-        center[row, 2] = sz + (t * gate) * uz
-        point[row, 0], point[row, 1], point[row, 2] = px * gate, py * gate, pz * gate
-        normal[row, 0], normal[row, 1], normal[row, 2] = nx * gate, ny * gate, nz * gate
+        write_cast(out, row, t, length, sx, sy, sz, ux, uy, uz, px, py, pz, nx, ny, nz)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -358,6 +358,23 @@ def keep_cast(block, j, t, length, px, py, pz, nx, ny, nz):
 
 
 @helper
+def write_cast(out, row, t, length, sx, sy, sz, ux, uy, uz, px, py, pz, nx, ny, nz):
+    """One cast's answer into the outputs ``out`` (hit, distance, center, point, normal),
+    for kernels working a cast at a time: a hit when t <= length (t finite), the centre at
+    start + t * direction; else inf and NaN. The expressions of write_cast_hits."""
+    hit, distance, center, point, normal = out
+    found = t <= length and t < INF
+    gate = 1.0 if found else NAN
+    hit[row] = found
+    distance[row] = t if found else INF
+    center[row, 0] = sx + (t * gate) * ux
+    center[row, 1] = sy + (t * gate) * uy
+    center[row, 2] = sz + (t * gate) * uz
+    point[row, 0], point[row, 1], point[row, 2] = px * gate, py * gate, pz * gate
+    normal[row, 0], normal[row, 1], normal[row, 2] = nx * gate, ny * gate, nz * gate
+
+
+@helper
 def write_cast_hits(block, begin, count, hit, distance, center, point, normal):
     """The block's casts into the outputs: a hit when 0 <= t <= length, with the centre at
     start + t * direction; else inf and NaN. Branch-free like write_ray_hits."""
