@@ -45,6 +45,21 @@ def query_targets(context: bpy.types.Context) -> list:
     return [obj for obj in context.selected_objects if results.TAG not in obj]  # type: ignore[operator]
 
 
+def operator_pattern(operator, origin, direction):
+    """patterns.ray_pattern with the operator's own Pattern settings (Fire Ray's and Sphere
+    Cast's, which share their definitions)."""
+    return patterns.ray_pattern(
+        operator.pattern,
+        origin,
+        direction,
+        fan_count=operator.fan_count,
+        fan_angle=operator.fan_angle,
+        grid_rows=operator.grid_rows,
+        grid_columns=operator.grid_columns,
+        grid_width=operator.grid_width,
+    )
+
+
 def poll_objects_to_query(cls: type[bpy.types.Operator], context: bpy.types.Context) -> bool:
     if context.mode != "OBJECT":
         cls.poll_message_set("Switch to Object Mode: queries read the evaluated objects")
@@ -114,16 +129,7 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
             self.fill_defaults(context)
             if np.isnan(self.max_distance):
                 raise ValueError("Max Distance is not a number (nan)")
-            origins, directions = patterns.ray_pattern(
-                self.pattern,
-                self.origin,
-                self.direction,
-                fan_count=self.fan_count,
-                fan_angle=self.fan_angle,
-                grid_rows=self.grid_rows,
-                grid_columns=self.grid_columns,
-                grid_width=self.grid_width,
-            )
+            origins, directions = operator_pattern(self, self.origin, self.direction)
             targets = mapping.recognize_all(
                 query_targets(context), context.evaluated_depsgraph_get(), self.terrain_model
             )
@@ -200,16 +206,7 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
             if (start == end).all():
                 raise ValueError("Start and End must differ (the cast needs a direction)")
             # Every cast of a pattern is as long as End - Start (a fan's rays, a grid's rows).
-            starts, directions = patterns.ray_pattern(
-                self.pattern,
-                start,
-                end - start,
-                fan_count=self.fan_count,
-                fan_angle=self.fan_angle,
-                grid_rows=self.grid_rows,
-                grid_columns=self.grid_columns,
-                grid_width=self.grid_width,
-            )
+            starts, directions = operator_pattern(self, start, end - start)
             ends = starts + np.linalg.norm(end - start) * directions
             if self.pattern == "SINGLE":
                 ends = end[np.newaxis, :]  # exactly End, not a rounding of it
