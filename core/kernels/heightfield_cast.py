@@ -461,11 +461,11 @@ def prefetch_cast(
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows, order):
-    """The casts ``order`` (rows from ``start`` on): results into ``out``; a moving cast of
-    radius 0 that does not start on the terrain is left to the ray kernel: ray_rows[row -
-    start] True, its start, unit direction and length in the terrain's frame in out[3],
-    out[4] and out[1].
+def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
+    """The casts from ``start`` on, one per entry of ``ray_rows``: results into ``out``;
+    a moving cast of radius 0 that does not start on the terrain is left to the ray kernel:
+    ray_rows[row - start] True, its start, unit direction and length in the terrain's frame
+    in out[3], out[4] and out[1].
     Returns the number of rows with non-finite input."""
     x0, y0, dx, dy, nx, ny = arguments[1:7]
     flat, anti_of, has_anti, solid, zmin, zmax = arguments[7:13]
@@ -479,10 +479,10 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows, 
     cells = np.empty((3, FIRST_CELLS))  # a stretch's live cells: enter, i, j
     bad = 0
     prefetching = nx * ny >= ray_kernels.PREFETCH_MIN_CELLS
-    for position in range(order.shape[0]):
-        row = order[position]
-        if prefetching and position + AHEAD < order.shape[0]:
-            ahead = order[position + AHEAD]
+    stop = start + ray_rows.shape[0]
+    for row in range(start, stop):
+        if prefetching and row + AHEAD < stop:
+            ahead = row + AHEAD
             prefetch_cast(
                 starts, ends, ahead, placement, x0, y0, dx, dy, nx, ny, zmin, zmax,
                 flat, cell_max, cell_min,
@@ -726,25 +726,73 @@ def finish_rays(placement, starts, ends, rows, rays, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def cast_order(terrain, placement, starts, start, stop):
-    """The ray kernel's _coherent_order for the casts' starts (a helper, which Python cannot
-    call: this is its compiled entry point)."""
-    return ray_kernels._coherent_order(terrain, placement, starts, start, stop)
+def gather_casts(terrain, placement, starts, ends, radius, start, stop):
+    """The casts start ... stop - 1 in the order of the block each starts over (the ray
+    kernel's _coherent_order), gathered into arrays of their own (starts, ends, radius),
+    and that order. (A loop of its own, whose memory accesses overlap; inside the long
+    walk each cast would wait for its rows one by one.)"""
+    order = ray_kernels._coherent_order(terrain, placement, starts, start, stop)
+    count = stop - start
+    per_cast = radius.shape[0] > 1
+    ordered_starts = np.empty((count, 3))
+    ordered_ends = np.empty((count, 3))
+    ordered_radius = np.empty(count if per_cast else 1)
+    if not per_cast:
+        ordered_radius[0] = radius[0]
+    for k in range(count):
+        row = order[k]
+        for axis in range(3):
+            ordered_starts[k, axis] = starts[row, axis]
+            ordered_ends[k, axis] = ends[row, axis]
+        if per_cast:
+            ordered_radius[k] = radius[row]
+    return order, ordered_starts, ordered_ends, ordered_radius
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scatter_casts(order, ordered, out):
+    """The answers of the gathered casts (``ordered``, in gather_casts's order) into their
+    rows of ``out``."""
+    for k in range(order.shape[0]):
+        row = order[k]
+        out[0][row] = ordered[0][k]
+        out[1][row] = ordered[1][k]
+        for axis in range(3):
+            out[2][row, axis] = ordered[2][k, axis]
+            out[3][row, axis] = ordered[3][k, axis]
+            out[4][row, axis] = ordered[4][k, axis]
 
 
 def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
-    """Casts start ... stop - 1 (see core/backend.py): cast_rows (on a large terrain in the
-    order of the block each cast starts over, so that casts one after another read the same
-    heights and extremes from the cache), then the casts of radius 0 as rays clipped to
-    their segments by the ray kernel (``raycast``, on the rays in the terrain's frame),
-    whose answer the numpy reference takes too."""
-    ray_rows = np.empty(stop - start, dtype=np.bool_)
+    """Casts start ... stop - 1 (see core/backend.py). On a large terrain the casts are
+    gathered in the order of the block each starts over, so that casts one after another
+    read the same heights and extremes from the cache, cast in that order and their
+    answers scattered back (as the ray kernel's _raycast_ordered does)."""
     nx, ny = arguments[5], arguments[6]
     if stop - start < ray_kernels.SORT_MIN_RAYS or nx * ny < ray_kernels.SORT_MIN_CELLS:
-        order = np.arange(start, stop)
-    else:  # in the order of the block they start over, as the ray kernel does
-        order = cast_order(arguments[0], placement, starts, start, stop)
-    bad = cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows, order)
+        return cast_span(arguments, placement, starts, ends, radius, out, start, stop)
+    order, starts, ends, radius = gather_casts(
+        arguments[0], placement, starts, ends, radius, start, stop
+    )
+    count = stop - start
+    ordered = (
+        np.empty(count, dtype=np.bool_),
+        np.empty(count),
+        np.empty((count, 3)),
+        np.empty((count, 3)),
+        np.empty((count, 3)),
+    )
+    bad = cast_span(arguments, placement, starts, ends, radius, ordered, 0, count)
+    scatter_casts(order, ordered, out)
+    return bad
+
+
+def cast_span(arguments, placement, starts, ends, radius, out, start, stop):
+    """Casts start ... stop - 1 in their order: cast_rows, then the casts of radius 0 as
+    rays clipped to their segments by the ray kernel (``raycast``, on the rays in the
+    terrain's frame), whose answer the numpy reference takes too."""
+    ray_rows = np.empty(stop - start, dtype=np.bool_)
+    bad = cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows)
     rows = np.flatnonzero(ray_rows) + start
     if rows.size:
         _, distance, _, point, normal = out
