@@ -79,12 +79,12 @@ def cast_arguments(field):
 
 
 @helper
-def slab(p, d, low, high):
-    """cast._slab: the interval of t where p + t d is in [low, high]."""
+def slab(p, d, inverse, low, high):
+    """cast._slab: the interval of t where p + t d is in [low, high] (``inverse`` = 1 / d,
+    computed once per cast)."""
     if d == 0.0:
         inside = p >= low and p <= high
         return (-INF, INF) if inside else (INF, -INF)
-    inverse = 1.0 / d
     ta = (low - p) * inverse
     tb = (high - p) * inverse
     return minimum(ta, tb), maximum(ta, tb)
@@ -192,9 +192,17 @@ def corner(k, i, j, last_i, last_j, h00, h10, h01, h11, xa, xb, ya, yb):
 
 @helper
 def edge_entry(ax, ay, az, bx, by, bz, sx, sy, sz, ux, uy, uz, R, early):
-    """cast._edge_entry: entry into the cylinder of radius R around a -> b, foot on it."""
+    """cast._edge_entry: entry into the cylinder of radius R around a -> b, foot on it.
+    First, without a division: a path whose line passes clearly farther than R from the
+    edge's line (|m . (u x e)| > R |u x e|, with a margin far above rounding) never enters
+    (most edges of a cell do not: the reference's test then rejects them too)."""
     ex, ey, ez = bx - ax, by - ay, bz - az
     mx, my, mz = sx - ax, sy - ay, sz - az
+    cx, cy, cz = uy * ez - uz * ey, uz * ex - ux * ez, ux * ey - uy * ex
+    apart = mx * cx + my * cy + mz * cz
+    slack = R * R * (1.0 + 1e-6) + 1e-24 * (mx * mx + my * my + mz * mz)
+    if apart * apart > slack * (cx * cx + cy * cy + cz * cz):
+        return INF
     inverse_ee = 1.0 / (ex * ex + ey * ey + ez * ez)
     me = (mx * ex + my * ey + mz * ez) * inverse_ee
     ue = (ux * ex + uy * ey + uz * ez) * inverse_ee
@@ -388,15 +396,17 @@ def box_gap(xa, xb, ya, yb, bottom, top, x, y, z):
 
 
 @helper
-def box_entry(xa, xb, ya, yb, bottom, top, ta, tb, sx, sy, sz, ux, uy, uz, R):
+def box_entry(xa, xb, ya, yb, bottom, top, ta, tb, sx, sy, sz, ux, uy, uz, inverse, R, best):
     """cast._box_entry: the part [enter, leave] of [ta, tb] where the centre may be within
     R of the pieces in the box (in the box grown by R and, for a finite box, in the ball
     of radius R + half its diagonal around its middle); enter inf where never."""
-    ex, lx = slab(sx, ux, xa - R, xb + R)
-    ey, ly = slab(sy, uy, ya - R, yb + R)
-    ez, lz = slab(sz, uz, bottom - R, top + R)
+    ex, lx = slab(sx, ux, inverse[0], xa - R, xb + R)
+    ey, ly = slab(sy, uy, inverse[1], ya - R, yb + R)
+    ez, lz = slab(sz, uz, inverse[2], bottom - R, top + R)
     enter = maximum(maximum(ex, ey), maximum(ez, ta))
     leave = minimum(minimum(lx, ly), minimum(lz, tb))
+    if not (enter <= leave and enter <= best):
+        return INF, leave  # the ball only narrows the interval: no need to look
     bounded = bottom > -INF
     hx, hy = 0.5 * (xb - xa), 0.5 * (yb - ya)
     hz = 0.5 * (top - bottom) if bounded else 0.0
@@ -605,9 +615,10 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
                 normal[row, 0], normal[row, 1], normal[row, 2] = ux, uy, uz
                 continue
             # 3. The path clipped to the footprint box grown by R, walked in stretches.
-            lx, hx_ = slab(sx, ux, x0 - R, x1 + R)
-            ly, hy_ = slab(sy, uy, y0 - R, y1 + R)
-            lz, hz_ = slab(sz, uz, -INF if solid else zmin - R, zmax + R)
+            inverse = (1.0 / ux, 1.0 / uy, 1.0 / uz)
+            lx, hx_ = slab(sx, ux, inverse[0], x0 - R, x1 + R)
+            ly, hy_ = slab(sy, uy, inverse[1], y0 - R, y1 + R)
+            lz, hz_ = slab(sz, uz, inverse[2], -INF if solid else zmin - R, zmax + R)
             t0 = maximum(maximum(lx, ly), maximum(lz, 0.0))
             t1 = minimum(minimum(hx_, hy_), minimum(hz_, local_length))
             best = INF
@@ -640,7 +651,7 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
                                 x0 + first_i * dx, x0 + end_i * dx,
                                 y0 + first_j * dy, y0 + end_j * dy,
                                 block_min[block], block_max[block], ta, tb,
-                                sx, sy, sz, ux, uy, uz, R,
+                                sx, sy, sz, ux, uy, uz, inverse, R, best,
                             )  # fmt: skip
                             if not (enter <= leave and enter <= best):
                                 continue
@@ -651,7 +662,7 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
                                         x0 + i * dx, x0 + (i + 1) * dx,
                                         y0 + j * dy, y0 + (j + 1) * dy,
                                         cell_min[index], cell_max[index], ta, tb,
-                                        sx, sy, sz, ux, uy, uz, R,
+                                        sx, sy, sz, ux, uy, uz, inverse, R, best,
                                     )  # fmt: skip
                                     if not (enter <= leave and enter <= best):
                                         continue
@@ -670,6 +681,9 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
                                         cells[2, slot] = cells[2, slot - 1]
                                         slot -= 1
                                     cells[0, slot], cells[1, slot], cells[2, slot] = enter, i, j
+                                    # Its heights, read once the stretch's cells are boxed.
+                                    ray_kernels._prefetch(flat, j * nx + i)
+                                    ray_kernels._prefetch(flat, (j + 1) * nx + i)
                                     live += 1
                     for slot in range(live):
                         if cells[0, slot] > best:

@@ -368,6 +368,41 @@ def test_sphere_cast_backends_agree_on_terrains(name):
     assert_same(compiled, expected, ["distance", "center", "point", "normal"])
 
 
+@pytest.mark.parametrize("solid", [True, False])
+def test_terrain_casts_grazing_edges_agree(solid):
+    """Casts whose line passes every interior edge's line at R (1 + d), d from -1e-6 to
+    1e-6: the kernel's division-free pre-test of an edge (heightfield_cast.edge_entry)
+    never rejects an edge that the exact test accepts, so both backends find the same
+    contacts, tangent ones included."""
+    shape = terrain(solid, DIAGONALS)
+    ny, nx = TERRAIN_HEIGHTS.shape
+    (x0, y0), (dx, dy) = ORIGIN, SPACING
+    rng = np.random.default_rng(29)
+    starts, ends, radii = [], [], []
+    for j in range(1, ny - 1):
+        for i in range(1, nx - 1):
+            a = np.array((x0 + i * dx, y0 + j * dy, TERRAIN_HEIGHTS[j, i]))
+            for di, dj in ((1, 0), (0, 1), (1, 1)):
+                b = np.array((a[0] + di * dx, a[1] + dj * dy, TERRAIN_HEIGHTS[j + dj, i + di]))
+                u = rng.normal(size=3)
+                u[2] = -abs(u[2])
+                across = np.cross(u, b - a)
+                across /= np.linalg.norm(across)
+                radius = rng.choice([0.05, 0.3, 1.0])
+                for d in (-1e-6, -1e-9, 0.0, 1e-9, 1e-6):
+                    passing = 0.5 * (a + b) + radius * (1 + d) * across
+                    starts.append(passing - 4 * u / np.linalg.norm(u))
+                    ends.append(passing + 4 * u / np.linalg.norm(u))
+                    radii.append(radius)
+    starts, ends, radii = np.array(starts), np.array(ends), np.array(radii)
+    with use("numpy"):
+        expected = sphere_cast(shape, starts, ends, radii)
+    with use("numba"):
+        compiled = sphere_cast(shape, starts, ends, radii)
+    assert expected.hit.mean() > 0.5
+    assert_same(compiled, expected, ["distance", "center", "point", "normal"])
+
+
 def test_terrain_casts_on_threads_match_one_thread_and_numpy(monkeypatch):
     """A batch large enough for the threads (each runs the cast kernel, then the ray kernel
     for its radius-0 casts) gives the one-thread answers, and the numpy reference's."""
@@ -393,7 +428,9 @@ def test_terrain_casts_on_threads_match_one_thread_and_numpy(monkeypatch):
 def test_terrain_casts_on_a_large_terrain_take_the_coherent_order():
     """From SORT_MIN_CELLS heights the cast kernel runs its casts in the order of the block
     they start over (the ray kernel's _coherent_order, through a compiled entry point: a
-    helper called from Python crashes the process); the answers stay the reference's."""
+    helper called from Python crashes the process), gathered into that order and scattered
+    back; the answers stay the reference's, with one radius and with one per cast (radius-0
+    casts among them)."""
     from core.kernels.heightfield import SORT_MIN_CELLS, SORT_MIN_RAYS
 
     side = int(np.ceil(np.sqrt(SORT_MIN_CELLS)))
@@ -405,12 +442,15 @@ def test_terrain_casts_on_a_large_terrain_take_the_coherent_order():
         [rng.uniform(0, 0.5 * (side - 1), (n, 2)), np.full(n, heights.max() + 2.0)]
     )
     ends = starts + np.column_stack([rng.normal(0, 4, (n, 2)), np.full(n, -60.0)])
-    with use("numba"):
-        compiled = sphere_cast(shape, starts, ends, 0.4)
-    with use("numpy"):
-        expected = sphere_cast(shape, starts, ends, 0.4)
-    assert expected.hit.mean() > 0.9
-    assert_same(compiled, expected, ["distance", "center", "point", "normal"])
+    radii = rng.uniform(0.1, 1.0, n)
+    radii[::9] = 0.0  # rays, answered in the gathered order too
+    for radius in (0.4, radii):
+        with use("numba"):
+            compiled = sphere_cast(shape, starts, ends, radius)
+        with use("numpy"):
+            expected = sphere_cast(shape, starts, ends, radius)
+        assert expected.hit.mean() > 0.9
+        assert_same(compiled, expected, ["distance", "center", "point", "normal"])
 
 
 def test_one_thread_and_threads_give_the_same_answers(monkeypatch):
