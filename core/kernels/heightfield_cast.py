@@ -11,8 +11,11 @@ clip the path to the footprint box grown by R, then per stretch gather the cells
 grown by R (and the ball around it) the path meets before the best contact so far, test
 them in the order the path meets their boxes, and stop once the best contact is in the
 stretch. The order of the tests changes nothing but the work: the contact is the least
-entry over the pieces. A cast of radius 0 is the ray clipped to the segment: the ray
-kernel answers it (``sphere_cast``, after the casts' own pass).
+entry over the pieces. Pieces whose entry cannot be the least are not tested: the edges and
+corners of a triangle whose face entry is valid, a side or corner shared with the next cell
+(that cell's to test), a cell tested in an earlier stretch, an edge whose line passes
+clearly farther than R from the path's. A cast of radius 0 is the ray clipped to the
+segment: the ray kernel answers it (``sphere_cast``, after the casts' own pass).
 
 Helpers take scalars only (a call taking an array costs reference counting, which the
 threads contend for); the arrays are read in ``cast_rows``.
@@ -44,6 +47,7 @@ from .rays import (
 
 AHEAD = 4  # casts: prefetch_cast looks this far ahead
 FIRST_CELLS = 64  # the stretch's cell list grows (doubling) from this many
+TESTED = 64  # cells a cast remembers having tested (not to test them again)
 # Cells of horizontal travel per stretch. The reference walks all casts together in
 # stretches of 8 cells (numpy's per-call overhead); one cast at a time stops sooner with
 # shorter ones: fewer cells are boxed past the contact. (The answer is the least entry over
@@ -262,6 +266,11 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
     # face entry is valid it is the triangle's first entry, and its edges' and vertices'
     # entries (equal or later) need no test (the reference tests them all: the least is
     # the same up to rounding where they tie, at the triangle's border).
+    # A side or corner shared with the next cell in x or y is that cell's to test (the
+    # least entry stays the same): the path meets the neighbour's grown box, which holds the
+    # piece, no later than the piece's own entry, so the walk tests the neighbour unless it
+    # has a contact before that (or tested it in an earlier stretch, ``tested``).
+    own_right, own_top = i == last_i, j == last_j
     for k in range(5):
         if k == 4:
             needed = not (face_0 and face_1)
@@ -269,6 +278,8 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
             needed = not (face_0 if k <= 1 else face_1)
         else:
             needed = not (face_0 if k == 0 or k == 2 else face_1)
+        if (k == 2 and not own_right) or (k == 3 and not own_top):
+            needed = False
         if needed:
             ax, ay, az, bx, by, bz = edge_points(k, h00, h10, h01, h11, anti, xa, xb, ya, yb)
             entry = edge_entry(ax, ay, az, bx, by, bz, sx, sy, sz, ux, uy, uz, R, early)
@@ -278,6 +289,8 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
             needed = not (face_0 if k == 0 else (face_1 if k == 3 else face_0 and face_1))
         else:
             needed = not (face_0 if k == 1 else (face_1 if k == 2 else face_0 and face_1))
+        if (k & 1 and not own_right) or (k >= 2 and not own_top):
+            needed = False
         if needed:
             px = xb if k == 1 or k == 3 else xa
             py = yb if k >= 2 else ya
@@ -487,6 +500,7 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
     x1 = x0 + (nx - 1) * dx
     y1 = y0 + (ny - 1) * dy
     cells = np.empty((3, FIRST_CELLS))  # a stretch's live cells: enter, i, j
+    tested = np.empty(TESTED, dtype=np.int64)  # the cast's cells tested so far
     bad = 0
     prefetching = nx * ny >= ray_kernels.PREFETCH_MIN_CELLS
     stop = start + ray_rows.shape[0]
@@ -623,6 +637,7 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
             t1 = minimum(minimum(hx_, hy_), minimum(hz_, local_length))
             best = INF
             best_cell = -1
+            recorded = 0
             if t0 <= t1:
                 early = EARLY * (R + scale)
                 chebyshev = maximum(abs(ux) / dx, abs(uy) / dy)
@@ -666,6 +681,13 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
                                     )  # fmt: skip
                                     if not (enter <= leave and enter <= best):
                                         continue
+                                    # Tested in an earlier stretch: its least entry (over
+                                    # the whole path) is in best already.
+                                    seen = False
+                                    for slot in range(recorded):
+                                        seen = seen or tested[slot] == index
+                                    if seen:
+                                        continue
                                     if live == cells.shape[1]:
                                         grown = np.empty((3, 2 * live))
                                         for slot in range(live):  # (no slice assignment:
@@ -698,6 +720,9 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
                         )  # fmt: skip
                         if entry < best:
                             best, best_cell = entry, index
+                        if recorded < TESTED:  # (past that, a cell may be tested again)
+                            tested[recorded] = index
+                            recorded += 1
                     if not (best > tb and tb < t1):
                         break
                     ta = tb
