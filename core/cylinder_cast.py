@@ -42,7 +42,6 @@ from .vectors import at_least, from_frame, linear_combination
 # Newton steps per torus piece: quadratic convergence needs < 10; a tangent contact halves
 # the gap per step, so 100 steps take any start within 1e30 of it to float64 resolution.
 NEWTON_STEPS = 100
-LEAN_STEPS = 4  # most rows converge within 4 to 5 steps from a piece's end
 EPSILON = np.finfo(np.float64).eps
 
 
@@ -262,11 +261,11 @@ def _torus_entry(line, rim, r, lower, upper, convex):
         start = low.copy()
         start[concave], f[concave], slope[concave] = high[concave], f_high, slope_high
     if todo.all():
-        piece_found = _solve(rows, start, r, f, slope)
+        piece_found = _newton(rows, start, r, f, slope)
     else:
         todo = np.flatnonzero(todo)
         if len(todo):  # Newton from the start, whose F and slope are known
-            piece_found[todo] = _solve(rows[:, todo], start[todo], r, f[todo], slope[todo])
+            piece_found[todo] = _newton(rows[:, todo], start[todo], r, f[todo], slope[todo])
     if len(owners) == 1 and whole:
         return piece_found
     found = np.full(n, np.inf)
@@ -292,54 +291,6 @@ def _torus_function(rows, t, r):
     zeta = rows[_ZETA0] + t * rows[_DZ]
     f = off * off + zeta * zeta - rows[_REACH_SQUARED]
     return f, 2.0 * (off * (a2s / (rho + 1e-300)) + zeta * rows[_DZ])
-
-
-def _solve(rows, t, r, f, slope):
-    """The root of each piece from its start (inf where none): LEAN_STEPS plain Newton steps
-    clamped to the piece, which settle most rows, then _newton for the rows still moving."""
-    found = np.full(len(t), np.inf)
-    is_convex = rows[_CONVEX] == 1.0
-    for convex in (True, False):
-        index = np.flatnonzero(is_convex if convex else ~is_convex)
-        if not len(index):
-            continue
-        part = rows if len(index) == len(t) else rows[:, index]
-        at, f_at, slope_at, moved = _lean_newton(part, t[index], r, f[index], slope[index], convex)
-        tolerance = part[_TOLERANCE]
-        # Convex: the root once F is within the tolerance; stuck above it: no root.
-        # Concave: F <= 0 all the way; within the tolerance, or stuck (rounding): the root.
-        settled = (f_at <= tolerance) if convex else ((f_at >= -tolerance) | ~moved)
-        found[index[settled]] = at[settled]
-        if convex:  # one more step that lands within the tolerance (see _newton) ends it
-            step = f_at / slope_at
-            after = at - step
-            landed = ~settled & (after > at) & (after <= part[_HIGH]) & (step * step <= tolerance)
-            found[index[landed]] = after[landed]
-            settled |= landed
-        going = np.flatnonzero(~settled & moved)
-        if len(going):
-            found[index[going]] = _newton(
-                part[:, going], at[going], r, f_at[going], slope_at[going]
-            )
-    return found
-
-
-def _lean_newton(rows, t, r, f, slope, convex):
-    """LEAN_STEPS Newton steps without bookkeeping: each step is clamped to the stretch
-    between t and the piece's far end (convex: rightward to HIGH; concave: leftward to LOW),
-    so a row with no root, or whose step points the wrong way, stays where it is. Returns
-    t, F and slope there, and whether the last step moved."""
-    moved = np.ones(len(t), dtype=bool)
-    for _ in range(LEAN_STEPS):
-        after = t - f / slope
-        if convex:  # (fmax and fmin drop a NaN step: the row stays)
-            after = np.fmin(np.fmax(after, t), rows[_HIGH])
-        else:
-            after = np.fmax(np.fmin(after, t), rows[_LOW])
-        moved = after != t
-        t = after
-        f, slope = _torus_function(rows, t, r)
-    return t, f, slope, moved
 
 
 def _newton(rows, t, r, f, slope):
