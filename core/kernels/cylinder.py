@@ -209,34 +209,35 @@ def slab_interval(z0, inverse_dz, parallel, low, high):
 
 @helper
 def torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r):
-    """F(t) = (rho - r)^2 + zeta^2 - R^2 and its slope (cylinder_cast._torus_function)."""
+    """F(t) = (rho - r)^2 + zeta^2 - R^2 and the Newton step F / F' (one division:
+    cylinder_cast._torus_function)."""
     s = t - closest
     a2s = a2 * s
     rho = np.sqrt(a2s * s + b2)
     off = rho - r
     zeta = zeta0 + t * dz
     f = off * off + zeta * zeta - reach_squared
-    return f, 2.0 * (off * (a2s / (rho + 1e-300)) + zeta * dz)
+    rho = rho + 1e-300
+    return f, (f * rho) / (2.0 * (off * a2s + zeta * dz * rho))
 
 
 @helper
 def torus_piece(closest, a2, b2, zeta0, dz, reach_squared, tolerance, r, low, high, convex):
     """The first root of F in the piece [low, high], inf where none: cylinder_cast's
     _torus_entry for one piece, then its _newton for one row."""
-    f, slope = torus_function(low, closest, a2, b2, zeta0, dz, reach_squared, r)
+    f, step = torus_function(low, closest, a2, b2, zeta0, dz, reach_squared, r)
     if f <= tolerance:
         return low
     if not f > tolerance:
         return INF
     t = low
     if not convex:  # positive at its left end, a concave piece has a root only if F(high) <= 0
-        f, slope = torus_function(high, closest, a2, b2, zeta0, dz, reach_squared, r)
+        f, step = torus_function(high, closest, a2, b2, zeta0, dz, reach_squared, r)
         if not f <= tolerance:
             return INF
         t = high
     # _newton: monotone from the root's side.
     for _ in range(NEWTON_STEPS):
-        step = f / slope
         after = t - step
         if convex:
             done = f <= tolerance
@@ -253,7 +254,7 @@ def torus_piece(closest, a2, b2, zeta0, dz, reach_squared, tolerance, r, low, hi
         if not moving:
             return INF
         t = after
-        f, slope = torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r)
+        f, step = torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r)
     return INF
 
 
