@@ -446,10 +446,9 @@ def box_entries(p0, frame, h, r, capped, placement, starts, ends, radius, begin,
         rho_squared = a2 * s * s + b2
         between_caps = (z >= 0.0) & (z <= h)
         hole = fmax(r - reach, 0.0)
-        if capped:
-            settled = between_caps | (rho_squared <= r * r)
-        else:
-            settled = between_caps & (rho_squared >= hole * hole)
+        settled = (capped & (between_caps | (rho_squared <= r * r))) | (
+            ~capped & between_caps & (rho_squared >= hole * hole)
+        )
         block[_SX, j], block[_SY, j], block[_SZ, j] = sx, sy, sz
         block[_UX, j], block[_UY, j], block[_UZ, j], block[_LENGTH, j] = ux, uy, uz, length
         block[_X0, j], block[_Y0, j], block[_Z0, j] = x0, y0, z0
@@ -467,7 +466,8 @@ def write_contacts(p0, frame, h, r, capped, placement, begin, count, block, out)
     normal toward the centre (cylinder_cast._contact_capped or _contact_tube, and their
     _odd forms where the centre is inside or on the solid, on the tube's wall or on the
     axis: both computed, one chosen), back in the world and into the outputs as
-    write_cast writes them. Branch-free (SIMD)."""
+    write_cast writes them. Branch-free (SIMD; the capped and open forms both computed and
+    one chosen, rather than a branch LLVM would answer with two copies of the loop)."""
     hit, distance, center, point, normal = out
     hit = hit[begin : begin + count]
     distance = distance[begin : begin + count]
@@ -490,12 +490,10 @@ def write_contacts(p0, frame, h, r, capped, placement, begin, count, block, out)
         nearest = (rho - off_radial) * inverse_rho if capped else r * inverse_rho
         px, py, pz = nearest * cx, nearest * cy, nearest_z
         nx, ny, nz = radial * cx, radial * cy, off_axial * inverse_gap
-        if capped:
-            odd = contact_capped_odd(cx, cy, cz, r, h)
-        else:
-            odd = contact_tube_odd(cx, cy, cz, block[_DX, j], block[_DY, j], r, h, reach)
+        capped_odd = contact_capped_odd(cx, cy, cz, r, h)
+        tube_odd = contact_tube_odd(cx, cy, cz, block[_DX, j], block[_DY, j], r, h, reach)
         if (gap == 0.0) | (rho == 0.0) | (~capped & (reach == 0.0)):
-            px, py, pz, nx, ny, nz = odd
+            px, py, pz, nx, ny, nz = capped_odd if capped else tube_odd
         px, py, pz = transform_transposed(frame, px, py, pz)
         nx, ny, nz = transform_transposed(frame, nx, ny, nz)
         t, px, py, pz, nx, ny, nz = cast_to_world(
