@@ -18,9 +18,9 @@ from .rays import (
     BLOCK,
     INF,
     NAN,
+    cast_direction,
     cast_to_local,
     cast_to_world,
-    cast_unit,
     finite,
     helper,
     keep_hit,
@@ -424,7 +424,7 @@ def box_entries(p0, frame, h, r, capped, placement, starts, ends, radius, begin,
         sx, sy, sz = starts[3 * j], starts[3 * j + 1], starts[3 * j + 2]
         ex, ey, ez = ends[3 * j], ends[3 * j + 1], ends[3 * j + 2]
         bad += 0 if finite(sx, sy, sz) & finite(ex, ey, ez) else 1
-        ux, uy, uz, length = cast_unit(sx, sy, sz, ex, ey, ez)
+        ux, uy, uz, length = cast_direction(sx, sy, sz, ex, ey, ez)
         lx, ly, lz, lux, luy, luz, reach = cast_to_local(
             placement, sx, sy, sz, ux, uy, uz, block[_REACH, j]
         )

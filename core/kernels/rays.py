@@ -416,24 +416,3 @@ def cast_direction(sx, sy, sz, ex, ey, ez):
         length = length if length > 0.0 else 1.0
         ux, uy, uz = ux / length, uy / length, uz / length
     return ux, uy, uz, ux * x + uy * y + uz * z
-
-
-@helper
-def cast_unit(sx, sy, sz, ex, ey, ez):
-    """cast_direction without a branch (for loops LLVM vectorizes): both of its paths
-    computed, the scaled one chosen out of the normal range of lengths; the same bits."""
-    x, y, z = ex - sx, ey - sy, ez - sz
-    length_squared = x * x + y * y + z * z
-    normal_range = (length_squared > 1e-290) & (length_squared < 1e290)
-    inverse = 1.0 / np.sqrt(length_squared)
-    ax, ay, az = abs(x), abs(y), abs(z)
-    scale = ax if ax > ay else ay
-    scale = scale if scale > az else az
-    scale = scale if scale > 0.0 else 1.0
-    wx, wy, wz = x / scale, y / scale, z / scale
-    length = np.sqrt(wx * wx + wy * wy + wz * wz)
-    length = length if length > 0.0 else 1.0
-    ux = x * inverse if normal_range else wx / length
-    uy = y * inverse if normal_range else wy / length
-    uz = z * inverse if normal_range else wz / length
-    return ux, uy, uz, ux * x + uy * y + uz * z
