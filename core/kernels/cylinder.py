@@ -1,7 +1,7 @@
 """Compiled ray vs finite cylinder, capped (a solid) or open (a tube): the one-ray form of
 core/cylinder.py, whose docstring has the math (the side's interval from the 2D ray-circle
 problem, closest approach first, overlapped with the slab between the cap planes); and the
-sphere cast against it, the one-cast form of core/cylinder_cast.py (its docstring has the
+sphere cast against it, core/cylinder_cast.py by blocks of casts (its docstring has the
 math: the box's first point when it lies in the Minkowski sum, else the rim tori by
 monotone Newton on their convex and concave pieces), operand for operand.
 
