@@ -42,7 +42,6 @@ from .vectors import at_least, from_frame, linear_combination
 # Newton steps per torus piece: quadratic convergence needs < 10; a tangent contact halves
 # the gap per step, so 100 steps take any start within 1e30 of it to float64 resolution.
 NEWTON_STEPS = 100
-LEAN_STEPS = 4  # most rows converge within 4 to 5 steps from a piece's end
 EPSILON = np.finfo(np.float64).eps
 
 
@@ -250,23 +249,23 @@ def _torus_entry(line, rim, r, lower, upper, convex):
     rows[_LOW] = low = lows[0] if len(lows) == 1 else np.concatenate(lows)
     rows[_HIGH] = high = highs[0] if len(highs) == 1 else np.concatenate(highs)
     rows[_CONVEX] = np.concatenate(kinds)
-    f, slope = _torus_function(rows, low, r)
+    f, step = _torus_function(rows, low, r)
     tolerance = rows[_TOLERANCE]
     piece_found = np.where(f <= tolerance, low, np.inf)
     todo = f > tolerance
     start = low
     concave = np.flatnonzero(rows[_CONVEX] == 0.0) if not convex else ()
     if len(concave):  # a concave piece positive at its left end has a root only if F(high) <= 0
-        f_high, slope_high = _torus_function(rows[:, concave], high[concave], r)
+        f_high, step_high = _torus_function(rows[:, concave], high[concave], r)
         todo[concave] &= f_high <= tolerance[concave]
         start = low.copy()
-        start[concave], f[concave], slope[concave] = high[concave], f_high, slope_high
+        start[concave], f[concave], step[concave] = high[concave], f_high, step_high
     if todo.all():
-        piece_found = _solve(rows, start, r, f, slope)
+        piece_found = _newton(rows, start, r, f, step)
     else:
         todo = np.flatnonzero(todo)
-        if len(todo):  # Newton from the start, whose F and slope are known
-            piece_found[todo] = _solve(rows[:, todo], start[todo], r, f[todo], slope[todo])
+        if len(todo):  # Newton from the start, whose F and step are known
+            piece_found[todo] = _newton(rows[:, todo], start[todo], r, f[todo], step[todo])
     if len(owners) == 1 and whole:
         return piece_found
     found = np.full(n, np.inf)
@@ -283,68 +282,23 @@ _REACH_SQUARED, _TOLERANCE, _LOW, _HIGH, _CONVEX, _ROWS = range(5, 11)
 
 
 def _torus_function(rows, t, r):
-    """F(t) = (rho - r)^2 + zeta^2 - R^2 and its slope, rho from the radial closest
-    approach (rho^2 = a^2 s^2 + b^2, s = t - closest), zeta = zeta0 + t dz."""
+    """F(t) = (rho - r)^2 + zeta^2 - R^2 and the Newton step F / F', rho from the radial
+    closest approach (rho^2 = a^2 s^2 + b^2, s = t - closest), zeta = zeta0 + t dz; with
+    F' = 2 ((rho - r) a^2 s / rho + zeta dz), the step as F rho / (2 ((rho - r) a^2 s +
+    zeta dz rho)): one division."""
     s = t - rows[_CLOSEST]
     a2s = rows[_SPEED_SQUARED] * s
     rho = np.sqrt(a2s * s + rows[_MISS_SQUARED])
     off = rho - r
     zeta = rows[_ZETA0] + t * rows[_DZ]
     f = off * off + zeta * zeta - rows[_REACH_SQUARED]
-    return f, 2.0 * (off * (a2s / (rho + 1e-300)) + zeta * rows[_DZ])
+    rho = rho + 1e-300
+    return f, (f * rho) / (2.0 * (off * a2s + zeta * rows[_DZ] * rho))
 
 
-def _solve(rows, t, r, f, slope):
-    """The root of each piece from its start (inf where none): LEAN_STEPS plain Newton steps
-    clamped to the piece, which settle most rows, then _newton for the rows still moving."""
-    found = np.full(len(t), np.inf)
-    is_convex = rows[_CONVEX] == 1.0
-    for convex in (True, False):
-        index = np.flatnonzero(is_convex if convex else ~is_convex)
-        if not len(index):
-            continue
-        part = rows if len(index) == len(t) else rows[:, index]
-        at, f_at, slope_at, moved = _lean_newton(part, t[index], r, f[index], slope[index], convex)
-        tolerance = part[_TOLERANCE]
-        # Convex: the root once F is within the tolerance; stuck above it: no root.
-        # Concave: F <= 0 all the way; within the tolerance, or stuck (rounding): the root.
-        settled = (f_at <= tolerance) if convex else ((f_at >= -tolerance) | ~moved)
-        found[index[settled]] = at[settled]
-        if convex:  # one more step that lands within the tolerance (see _newton) ends it
-            step = f_at / slope_at
-            after = at - step
-            landed = ~settled & (after > at) & (after <= part[_HIGH]) & (step * step <= tolerance)
-            found[index[landed]] = after[landed]
-            settled |= landed
-        going = np.flatnonzero(~settled & moved)
-        if len(going):
-            found[index[going]] = _newton(
-                part[:, going], at[going], r, f_at[going], slope_at[going]
-            )
-    return found
-
-
-def _lean_newton(rows, t, r, f, slope, convex):
-    """LEAN_STEPS Newton steps without bookkeeping: each step is clamped to the stretch
-    between t and the piece's far end (convex: rightward to HIGH; concave: leftward to LOW),
-    so a row with no root, or whose step points the wrong way, stays where it is. Returns
-    t, F and slope there, and whether the last step moved."""
-    moved = np.ones(len(t), dtype=bool)
-    for _ in range(LEAN_STEPS):
-        after = t - f / slope
-        if convex:  # (fmax and fmin drop a NaN step: the row stays)
-            after = np.fmin(np.fmax(after, t), rows[_HIGH])
-        else:
-            after = np.fmax(np.fmin(after, t), rows[_LOW])
-        moved = after != t
-        t = after
-        f, slope = _torus_function(rows, t, r)
-    return t, f, slope, moved
-
-
-def _newton(rows, t, r, f, slope):
+def _newton(rows, t, r, f, step):
     """Monotone Newton from the root's side: rightward from a convex piece's left end (F > 0),
-    leftward from a concave piece's right end (F <= 0), given F and its slope at the start.
+    leftward from a concave piece's right end (F <= 0), given F and the step at the start.
     A convex piece whose slope stops pointing down, or whose step leaves the piece, has no
     root: inf."""
     result = np.full(len(t), np.inf)
@@ -353,8 +307,7 @@ def _newton(rows, t, r, f, slope):
     all_convex = (rows[_CONVEX] == 1.0).all()
     for iteration in range(NEWTON_STEPS):
         if iteration:  # (the caller evaluated the start)
-            f, slope = _torus_function(rows, t, r)
-        step = f / slope
+            f, step = _torus_function(rows, t, r)
         after = t - step
         tolerance = rows[_TOLERANCE]
         # Convex: F > 0 on the way, the root once F is within the tolerance. Since

@@ -1,7 +1,7 @@
 """Compiled ray vs finite cylinder, capped (a solid) or open (a tube): the one-ray form of
 core/cylinder.py, whose docstring has the math (the side's interval from the 2D ray-circle
 problem, closest approach first, overlapped with the slab between the cap planes); and the
-sphere cast against it, the one-cast form of core/cylinder_cast.py (its docstring has the
+sphere cast against it, core/cylinder_cast.py by blocks of casts (its docstring has the
 math: the box's first point when it lies in the Minkowski sum, else the rim tori by
 monotone Newton on their convex and concave pieces), operand for operand.
 
@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from ..cylinder import ON_WALL
-from ..cylinder_cast import EPSILON, LEAN_STEPS, NEWTON_STEPS
+from ..cylinder_cast import EPSILON, NEWTON_STEPS
 from .rays import (
     BLOCK,
     INF,
@@ -33,7 +33,6 @@ from .rays import (
     to_local,
     transform,
     transform_transposed,
-    write_cast,
     write_ray_hits,
 )
 
@@ -210,60 +209,35 @@ def slab_interval(z0, inverse_dz, parallel, low, high):
 
 @helper
 def torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r):
-    """F(t) = (rho - r)^2 + zeta^2 - R^2 and its slope (cylinder_cast._torus_function)."""
+    """F(t) = (rho - r)^2 + zeta^2 - R^2 and the Newton step F / F' (one division:
+    cylinder_cast._torus_function)."""
     s = t - closest
     a2s = a2 * s
     rho = np.sqrt(a2s * s + b2)
     off = rho - r
     zeta = zeta0 + t * dz
     f = off * off + zeta * zeta - reach_squared
-    return f, 2.0 * (off * (a2s / (rho + 1e-300)) + zeta * dz)
+    rho = rho + 1e-300
+    return f, (f * rho) / (2.0 * (off * a2s + zeta * dz * rho))
 
 
 @helper
 def torus_piece(closest, a2, b2, zeta0, dz, reach_squared, tolerance, r, low, high, convex):
     """The first root of F in the piece [low, high], inf where none: cylinder_cast's
-    _torus_entry for one piece, then _solve, _lean_newton and _newton for one row.
-    (Compiled once, not inlined: its five call sites share it.)"""
-    f, slope = torus_function(low, closest, a2, b2, zeta0, dz, reach_squared, r)
+    _torus_entry for one piece, then its _newton for one row."""
+    f, step = torus_function(low, closest, a2, b2, zeta0, dz, reach_squared, r)
     if f <= tolerance:
         return low
     if not f > tolerance:
         return INF
     t = low
     if not convex:  # positive at its left end, a concave piece has a root only if F(high) <= 0
-        f, slope = torus_function(high, closest, a2, b2, zeta0, dz, reach_squared, r)
+        f, step = torus_function(high, closest, a2, b2, zeta0, dz, reach_squared, r)
         if not f <= tolerance:
             return INF
         t = high
-    # _lean_newton: steps clamped to the piece (a step that does not move ends it: the
-    # steps after it would repeat it).
-    moved = True
-    for _ in range(LEAN_STEPS):
-        after = t - f / slope
-        if convex:
-            after = fmin(fmax(after, t), high)
-        else:
-            after = fmax(fmin(after, t), low)
-        moved = after != t
-        if not moved:
-            break
-        t = after
-        f, slope = torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r)
-    if (f <= tolerance) if convex else (f >= -tolerance or not moved):
-        return t
-    if convex:
-        step = f / slope
-        after = t - step
-        if after > t and after <= high and step * step <= tolerance:
-            return after
-    if not moved:
-        return INF
     # _newton: monotone from the root's side.
-    for iteration in range(NEWTON_STEPS):
-        if iteration:
-            f, slope = torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r)
-        step = f / slope
+    for _ in range(NEWTON_STEPS):
         after = t - step
         if convex:
             done = f <= tolerance
@@ -280,6 +254,7 @@ def torus_piece(closest, a2, b2, zeta0, dz, reach_squared, tolerance, r, low, hi
         if not moving:
             return INF
         t = after
+        f, step = torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r)
     return INF
 
 
@@ -364,27 +339,11 @@ def radial_unit(cx, cy, rho):
 
 
 @helper
-def contact_capped(cx, cy, cz, r, h):
-    """cylinder_cast._contact_capped (and _contact_capped_odd) for one centre, frame
-    coordinates: the nearest point of the solid and the normal toward the centre."""
+def contact_capped_odd(cx, cy, cz, r, h):
+    """cylinder_cast._contact_capped_odd for one centre, frame coordinates: inside or on
+    the solid (the nearest boundary point and its face's normal) or on the axis (radial
+    direction (1, 0) of the frame)."""
     rho = np.sqrt(cx * cx + cy * cy)
-    off_radial = fmax(rho - r, 0.0)
-    nearest_z = fmin(fmax(cz, 0.0), h)
-    off_axial = cz - nearest_z
-    gap = np.sqrt(off_radial * off_radial + off_axial * off_axial)
-    if not (gap == 0.0 or rho == 0.0):
-        inverse_gap, inverse_rho = 1.0 / gap, 1.0 / rho
-        radial = off_radial * inverse_gap * inverse_rho
-        nearest = (rho - off_radial) * inverse_rho
-        return (
-            nearest * cx,
-            nearest * cy,
-            nearest_z,
-            radial * cx,
-            radial * cy,
-            off_axial * inverse_gap,
-        )
-    # Inside or on the solid (the nearest face), or on the axis.
     ex, ey = radial_unit(cx, cy, rho)
     nearest_rho = minimum(rho, r)
     nearest_z = minimum(maximum(cz, 0.0), h)
@@ -411,22 +370,13 @@ def contact_capped(cx, cy, cz, r, h):
 
 
 @helper
-def contact_tube(cx, cy, cz, dx, dy, r, h, reach):
-    """cylinder_cast._contact_tube (and _contact_tube_odd) for one centre, frame
-    coordinates: the nearest point of the tube and the normal toward the centre (on the
-    wall: facing the cast)."""
+def contact_tube_odd(cx, cy, cz, dx, dy, r, h, reach):
+    """cylinder_cast._contact_tube_odd for one centre, frame coordinates: on the wall (the
+    wall's normal facing the cast) or on the axis (radial direction (1, 0) of the frame)."""
     rho = np.sqrt(cx * cx + cy * cy)
-    nearest_z = fmin(fmax(cz, 0.0), h)
-    off_radial, off_axial = rho - r, cz - nearest_z
-    gap = np.sqrt(off_radial * off_radial + off_axial * off_axial)
-    if not (gap == 0.0 or rho == 0.0 or reach == 0.0):
-        inverse_gap, inverse_rho = 1.0 / gap, 1.0 / rho
-        radial = off_radial * inverse_gap * inverse_rho
-        scale = r * inverse_rho
-        return scale * cx, scale * cy, nearest_z, radial * cx, radial * cy, off_axial * inverse_gap
     ex, ey = radial_unit(cx, cy, rho)
     nearest_z = minimum(maximum(cz, 0.0), h)
-    off_axial = cz - nearest_z
+    off_radial, off_axial = rho - r, cz - nearest_z
     gap = np.sqrt(off_radial * off_radial + off_axial * off_axial)
     if gap == 0.0 or reach == 0.0:  # on the wall: the normal faces the cast
         normal_radial = -1.0 if ex * dx + ey * dy > 0.0 else 1.0
@@ -437,83 +387,183 @@ def contact_tube(cx, cy, cz, dx, dy, r, h, reach):
     return r * ex, r * ey, nearest_z, normal_radial * ex, normal_radial * ey, normal_axial
 
 
+# Rows of a sphere_cast block, one column per cast: the cast in the world (start, unit
+# direction, length), its line in the cylinder's frame and the fast path's values, and
+# the list of the casts that need a torus.
+_SX, _SY, _SZ, _UX, _UY, _UZ, _LENGTH = range(7)
+_X0, _Y0, _Z0, _DX, _DY, _DZ, _REACH = range(7, 14)
+_T, _FIRST, _LEAVE, _FLAG, _LIST, _CAST_ROWS = range(14, 20)
+
+
 @helper
-def cast_cylinder(p0, frame, h, r, capped, sx, sy, sz, ux, uy, uz, reach):
-    """Centre travel (inf where no contact), contact point and normal of a ball of radius
-    ``reach`` moving from s along u (unit or zero) against the cylinder, in world space."""
-    x0, y0, z0 = transform(frame, sx - p0[0], sy - p0[1], sz - p0[2])
-    dx, dy, dz = transform(frame, ux, uy, uz)
-    # The line (cylinder_cast._Line): radial speed a, closest approach to the axis.
+def cast_line(x0, y0, dx, dy):
+    """The radial part of the line (cylinder_cast._Line): closest approach to the axis,
+    a^2 (radial speed squared), b^2 (miss distance squared), 1 / a^2."""
     a2 = dx * dx + dy * dy
-    along_axis = a2 == 0.0
     inverse_speed_squared = 1.0 / (a2 if a2 > 1e-300 else 1e-300)
     closest = -(x0 * dx + y0 * dy) * inverse_speed_squared
     px, py = x0 + closest * dx, y0 + closest * dy
-    b2 = px * px + py * py
-    parallel = dz == 0.0
-    inverse_dz = 1.0 / (1.0 if parallel else dz)
-    line = (closest, a2, b2, inverse_speed_squared)
+    return closest, a2, px * px + py * py, inverse_speed_squared
 
-    # Fast path: the first point of the box rho <= r + R, -R <= z <= h + R, when it is in M.
-    outer_enter, outer_leave = radial_interval(
-        closest, inverse_speed_squared, b2, along_axis, r + reach
-    )
-    slab_enter, slab_leave = slab_interval(z0, inverse_dz, parallel, -reach, h + reach)
-    enter, leave = maximum(outer_enter, slab_enter), minimum(outer_leave, slab_leave)
-    if not (enter <= leave and leave >= 0.0):
-        return INF, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    first = fmax(enter, 0.0)
-    z = z0 + first * dz
-    s = first - closest
-    rho_squared = a2 * s * s + b2
-    between_caps = z >= 0.0 and z <= h
-    if capped:
-        settled = between_caps or rho_squared <= r * r
-    else:
-        hole = fmax(r - reach, 0.0)
-        settled = between_caps and rho_squared >= hole * hole
-    if settled:
-        t = first
-    elif capped:  # a corner past a rim: that rim's torus, where F is convex
-        rim = h if z > h else 0.0
-        t = torus_entry(x0, y0, z0, dz, rim, r, reach, line, first, leave, capped)
-    else:
-        t = tube_entry(
-            x0, y0, z0, dz, inverse_dz, parallel, along_axis, r, h, reach, line, first, capped
+
+@helper
+def box_entries(p0, frame, h, r, capped, placement, starts, ends, radius, begin, count, block):
+    """Casts begin ... begin + count - 1 into a block: the cast (cast_direction's unit
+    direction and length, bit for bit), its line in the cylinder's frame
+    (cylinder_cast._Line) and the fast path, the first point of the box rho <= r + R,
+    -R <= z <= h + R where it is in M (row _T; inf where the line misses the box); row
+    _FLAG 1 where the cast enters the box elsewhere. Branch-free (SIMD). Returns how many
+    casts are bad (a non-finite start or end)."""
+    starts = starts[3 * begin : 3 * (begin + count)]
+    ends = ends[3 * begin : 3 * (begin + count)]
+    step = 1 if radius.shape[0] > 1 else 0  # (its own loop: an indexed read stops SIMD)
+    for j in range(count):
+        block[_REACH, j] = radius[(begin + j) * step]
+    bad = 0
+    for j in range(count):
+        sx, sy, sz = starts[3 * j], starts[3 * j + 1], starts[3 * j + 2]
+        ex, ey, ez = ends[3 * j], ends[3 * j + 1], ends[3 * j + 2]
+        bad += 0 if finite(sx, sy, sz) & finite(ex, ey, ez) else 1
+        ux, uy, uz, length = cast_direction(sx, sy, sz, ex, ey, ez)
+        lx, ly, lz, lux, luy, luz, reach = cast_to_local(
+            placement, sx, sy, sz, ux, uy, uz, block[_REACH, j]
         )
-    if not t < INF:
-        return INF, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        x0, y0, z0 = transform(frame, lx - p0[0], ly - p0[1], lz - p0[2])
+        dx, dy, dz = transform(frame, lux, luy, luz)
+        closest, a2, b2, inverse_speed_squared = cast_line(x0, y0, dx, dy)
+        along_axis = a2 == 0.0
+        parallel = dz == 0.0
+        inverse_dz = 1.0 / (1.0 if parallel else dz)
+        outer_enter, outer_leave = radial_interval(
+            closest, inverse_speed_squared, b2, along_axis, r + reach
+        )
+        slab_enter, slab_leave = slab_interval(z0, inverse_dz, parallel, -reach, h + reach)
+        enter, leave = maximum(outer_enter, slab_enter), minimum(outer_leave, slab_leave)
+        in_box = (enter <= leave) & (leave >= 0.0)
+        first = fmax(enter, 0.0)
+        z = z0 + first * dz
+        s = first - closest
+        rho_squared = a2 * s * s + b2
+        between_caps = (z >= 0.0) & (z <= h)
+        hole = fmax(r - reach, 0.0)
+        settled = (capped & (between_caps | (rho_squared <= r * r))) | (
+            ~capped & between_caps & (rho_squared >= hole * hole)
+        )
+        block[_SX, j], block[_SY, j], block[_SZ, j] = sx, sy, sz
+        block[_UX, j], block[_UY, j], block[_UZ, j], block[_LENGTH, j] = ux, uy, uz, length
+        block[_X0, j], block[_Y0, j], block[_Z0, j] = x0, y0, z0
+        block[_DX, j], block[_DY, j], block[_DZ, j] = dx, dy, dz
+        block[_REACH, j] = reach
+        block[_T, j] = first if in_box & settled else INF
+        block[_FIRST, j], block[_LEAVE, j] = first, leave
+        block[_FLAG, j] = 1.0 if in_box & ~settled else 0.0
+    return bad
 
-    cx, cy, cz = x0 + t * dx, y0 + t * dy, z0 + t * dz
-    if capped:
-        px, py, pz, nx, ny, nz = contact_capped(cx, cy, cz, r, h)
-    else:
-        px, py, pz, nx, ny, nz = contact_tube(cx, cy, cz, dx, dy, r, h, reach)
-    px, py, pz = transform_transposed(frame, px, py, pz)
-    nx, ny, nz = transform_transposed(frame, nx, ny, nz)
-    return t, p0[0] + px, p0[1] + py, p0[2] + pz, nx, ny, nz
+
+@helper
+def write_contacts(p0, frame, h, r, capped, placement, begin, count, block, out):
+    """Per cast of a block, at its centre x0 + t d: the nearest point of the cylinder and the
+    normal toward the centre (cylinder_cast._contact_capped or _contact_tube, and their
+    _odd forms where the centre is inside or on the solid, on the tube's wall or on the
+    axis: both computed, one chosen), back in the world and into the outputs as
+    write_cast writes them. Branch-free (SIMD; the capped and open forms both computed and
+    one chosen, rather than a branch LLVM would answer with two copies of the loop)."""
+    hit, distance, center, point, normal = out
+    hit = hit[begin : begin + count]
+    distance = distance[begin : begin + count]
+    center = center[3 * begin : 3 * (begin + count)]
+    point = point[3 * begin : 3 * (begin + count)]
+    normal = normal[3 * begin : 3 * (begin + count)]
+    for j in range(count):
+        t = block[_T, j]
+        cx = block[_X0, j] + t * block[_DX, j]
+        cy = block[_Y0, j] + t * block[_DY, j]
+        cz = block[_Z0, j] + t * block[_DZ, j]
+        reach = block[_REACH, j]
+        rho = np.sqrt(cx * cx + cy * cy)
+        off_radial = fmax(rho - r, 0.0) if capped else rho - r
+        nearest_z = fmin(fmax(cz, 0.0), h)
+        off_axial = cz - nearest_z
+        gap = np.sqrt(off_radial * off_radial + off_axial * off_axial)
+        inverse_gap, inverse_rho = 1.0 / gap, 1.0 / rho
+        radial = off_radial * inverse_gap * inverse_rho  # the normal's radial part, over rho
+        nearest = (rho - off_radial) * inverse_rho if capped else r * inverse_rho
+        px, py, pz = nearest * cx, nearest * cy, nearest_z
+        nx, ny, nz = radial * cx, radial * cy, off_axial * inverse_gap
+        capped_odd = contact_capped_odd(cx, cy, cz, r, h)
+        tube_odd = contact_tube_odd(cx, cy, cz, block[_DX, j], block[_DY, j], r, h, reach)
+        if (gap == 0.0) | (rho == 0.0) | (~capped & (reach == 0.0)):
+            px, py, pz, nx, ny, nz = capped_odd if capped else tube_odd
+        px, py, pz = transform_transposed(frame, px, py, pz)
+        nx, ny, nz = transform_transposed(frame, nx, ny, nz)
+        t, px, py, pz, nx, ny, nz = cast_to_world(
+            placement, t, p0[0] + px, p0[1] + py, p0[2] + pz, nx, ny, nz
+        )
+        found = (t <= block[_LENGTH, j]) & (t < INF)
+        gate = 1.0 if found else NAN
+        hit[j] = found
+        distance[j] = t if found else INF
+        center[3 * j] = block[_SX, j] + (t * gate) * block[_UX, j]
+        center[3 * j + 1] = block[_SY, j] + (t * gate) * block[_UY, j]
+        center[3 * j + 2] = block[_SZ, j] + (t * gate) * block[_UZ, j]
+        point[3 * j], point[3 * j + 1], point[3 * j + 2] = px * gate, py * gate, pz * gate
+        normal[3 * j], normal[3 * j + 1], normal[3 * j + 2] = nx * gate, ny * gate, nz * gate
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
-    """Casts start ... stop - 1, one row at a time (a cast's branches keep it from SIMD:
-    the ray kernels' blocks would only cost compile time)."""
-    p0, frame, height, cylinder_radius, capped = arguments
-    step = 1 if radius.shape[0] > 1 else 0
+    """Casts start ... stop - 1 by blocks, as the ray kernels: the fast path and the
+    contacts for a whole block in branch-free loops (SIMD); the tori only for the casts
+    that need them, listed."""
+    p0, frame, h, r, capped = arguments
+    hit, distance, center, point, normal = out
+    starts, ends = starts.reshape(starts.size), ends.reshape(ends.size)
+    center, point = center.reshape(center.size), point.reshape(point.size)
+    out = (hit, distance, center, point, normal.reshape(normal.size))
+    block = np.empty((_CAST_ROWS, BLOCK))
     bad = 0
-    for row in range(start, stop):
-        sx, sy, sz = load(starts, row)
-        ex, ey, ez = load(ends, row)
-        if not (finite(sx, sy, sz) and finite(ex, ey, ez)):
-            bad += 1
-            continue
-        ux, uy, uz, length = cast_direction(sx, sy, sz, ex, ey, ez)
-        lx, ly, lz, lux, luy, luz, local_radius = cast_to_local(
-            placement, sx, sy, sz, ux, uy, uz, radius[row * step]
+    for begin in range(start, stop, BLOCK):
+        count = stop - begin if stop - begin < BLOCK else BLOCK  # no min() to compile
+        bad += box_entries(
+            p0, frame, h, r, capped, placement, starts, ends, radius, begin, count, block
         )
-        t, px, py, pz, nx, ny, nz = cast_cylinder(
-            p0, frame, height, cylinder_radius, capped, lx, ly, lz, lux, luy, luz, local_radius
-        )
-        t, px, py, pz, nx, ny, nz = cast_to_world(placement, t, px, py, pz, nx, ny, nz)
-        write_cast(out, row, t, length, sx, sy, sz, ux, uy, uz, px, py, pz, nx, ny, nz)
+        # The rest enter the box elsewhere: a solid's corner beyond a rim (then that rim's
+        # torus, where F is convex), or the tube's ends and hole. Listed: a store at every
+        # cast and a count, no branch.
+        listed = 0
+        for j in range(count):
+            block[_LIST, listed] = j
+            listed += 1 if block[_FLAG, j] != 0.0 else 0
+        for k in range(listed):
+            j = int(block[_LIST, k])
+            x0, y0, z0 = block[_X0, j], block[_Y0, j], block[_Z0, j]
+            dx, dy, dz = block[_DX, j], block[_DY, j], block[_DZ, j]
+            reach, first = block[_REACH, j], block[_FIRST, j]
+            line = cast_line(x0, y0, dx, dy)
+            if capped:
+                rim = h if z0 + first * dz > h else 0.0
+                t = torus_entry(
+                    x0, y0, z0, dz, rim, r, reach, line, first, block[_LEAVE, j], capped
+                )
+            else:
+                parallel = dz == 0.0
+                inverse_dz = 1.0 / (1.0 if parallel else dz)
+                along_axis = line[1] == 0.0
+                t = tube_entry(
+                    x0,
+                    y0,
+                    z0,
+                    dz,
+                    inverse_dz,
+                    parallel,
+                    along_axis,
+                    r,
+                    h,
+                    reach,
+                    line,
+                    first,
+                    capped,
+                )
+            block[_T, j] = t if t < INF else INF
+        write_contacts(p0, frame, h, r, capped, placement, begin, count, block, out)
     return bad
