@@ -47,7 +47,6 @@ from .rays import (
 
 AHEAD = 4  # casts: prefetch_cast looks this far ahead
 FIRST_CELLS = 64  # the stretch's cell list grows (doubling) from this many
-TESTED = 64  # cells a cast remembers having tested (not to test them again)
 # Cells of horizontal travel per stretch. The reference walks all casts together in
 # stretches of 8 cells (numpy's per-call overhead); one cast at a time stops sooner with
 # shorter ones: fewer cells are boxed past the contact. (The answer is the least entry over
@@ -109,7 +108,7 @@ def cell_range(low, high, origin, spacing, cells):
     last = np.floor((high - origin) / spacing + MARGIN)
     first = minimum(maximum(first, 0.0), cells - 1.0)
     last = minimum(maximum(last, 0.0), cells - 1.0)
-    return int(first), int(last)
+    return np.int64(first), np.int64(last)
 
 
 @helper
@@ -437,8 +436,8 @@ def box_entry(xa, xb, ya, yb, bottom, top, ta, tb, sx, sy, sz, ux, uy, uz, inver
 def surface_at(flat, anti_of, has_anti, nx, ny, U, V):
     """surfaces.surface_at (TRIANGLES) at grid coordinates (U, V), clamped: height and
     gradient (dh/du, dh/dv)."""
-    i = int(minimum(maximum(np.floor(U), 0.0), nx - 2.0))
-    j = int(minimum(maximum(np.floor(V), 0.0), ny - 2.0))
+    i = np.int64(minimum(maximum(np.floor(U), 0.0), nx - 2.0))
+    j = np.int64(minimum(maximum(np.floor(V), 0.0), ny - 2.0))
     u, v = U - i, V - j
     k = j * nx + i
     h00, h10, h01, h11 = flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1]
@@ -475,8 +474,8 @@ def prefetch_cast(
         U = (sx + t * ex - x0) / dx
         V = (sy + t * ey - y0) / dy
         if abs(U) < INF and abs(V) < INF:
-            i = int(min(max(U, 0.0), nx - 2.0))
-            j = int(min(max(V, 0.0), ny - 2.0))
+            i = np.int64(minimum(maximum(U, 0.0), nx - 2.0))
+            j = np.int64(minimum(maximum(V, 0.0), ny - 2.0))
             ray_kernels._prefetch(flat, j * nx + i)
             ray_kernels._prefetch(flat, (j + 1) * nx + i)
             ray_kernels._prefetch(cell_max, j * (nx - 1) + i)
@@ -499,8 +498,9 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
     grid = (x0, y0, dx, dy, last_i, last_j)
     x1 = x0 + (nx - 1) * dx
     y1 = y0 + (ny - 1) * dy
-    cells = np.empty((3, FIRST_CELLS))  # a stretch's live cells: enter, i, j
-    tested = np.empty(TESTED, dtype=np.int64)  # the cast's cells tested so far
+    # A stretch's live cells (rows 0-2: enter, i, j) and the cast's cells tested so far
+    # (row 3: their index; one array: each np.empty signature costs compile time).
+    cells = np.empty((4, FIRST_CELLS))
     bad = 0
     prefetching = nx * ny >= ray_kernels.PREFETCH_MIN_CELLS
     stop = start + ray_rows.shape[0]
@@ -565,10 +565,10 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
             # the reference's scatter keeps it.
             for bj in range(j_low // BLOCK, j_high // BLOCK + 1):
                 first_j = bj * BLOCK
-                end_j = min(first_j + BLOCK, ny - 1)
+                end_j = minimum(first_j + BLOCK, ny - 1)
                 for bi in range(i_low // BLOCK, i_high // BLOCK + 1):
                     first_i = bi * BLOCK
-                    end_i = min(first_i + BLOCK, nx - 1)
+                    end_i = minimum(first_i + BLOCK, nx - 1)
                     block = bj * nbx + bi
                     gap = box_gap(
                         x0 + first_i * dx, x0 + end_i * dx, y0 + first_j * dy, y0 + end_j * dy,
@@ -576,8 +576,8 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
                     )  # fmt: skip
                     if not gap <= reach:
                         continue
-                    for j in range(max(first_j, j_low), min(end_j - 1, j_high) + 1):
-                        for i in range(max(first_i, i_low), min(end_i - 1, i_high) + 1):
+                    for j in range(maximum(first_j, j_low), minimum(end_j - 1, j_high) + 1):
+                        for i in range(maximum(first_i, i_low), minimum(end_i - 1, i_high) + 1):
                             index = j * (nx - 1) + i
                             gap = box_gap(
                                 x0 + i * dx, x0 + (i + 1) * dx, y0 + j * dy, y0 + (j + 1) * dy,
@@ -657,10 +657,10 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
                     live = 0
                     for bj in range(j_low // BLOCK, j_high // BLOCK + 1):
                         first_j = bj * BLOCK
-                        end_j = min(first_j + BLOCK, ny - 1)
+                        end_j = minimum(first_j + BLOCK, ny - 1)
                         for bi in range(i_low // BLOCK, i_high // BLOCK + 1):
                             first_i = bi * BLOCK
-                            end_i = min(first_i + BLOCK, nx - 1)
+                            end_i = minimum(first_i + BLOCK, nx - 1)
                             block = bj * nbx + bi
                             enter, leave = box_entry(
                                 x0 + first_i * dx, x0 + end_i * dx,
@@ -670,8 +670,10 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
                             )  # fmt: skip
                             if not (enter <= leave and enter <= best):
                                 continue
-                            for j in range(max(first_j, j_low), min(end_j - 1, j_high) + 1):
-                                for i in range(max(first_i, i_low), min(end_i - 1, i_high) + 1):
+                            for j in range(maximum(first_j, j_low), minimum(end_j - 1, j_high) + 1):
+                                for i in range(
+                                    maximum(first_i, i_low), minimum(end_i - 1, i_high) + 1
+                                ):
                                     index = j * (nx - 1) + i
                                     enter, leave = box_entry(
                                         x0 + i * dx, x0 + (i + 1) * dx,
@@ -685,15 +687,16 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
                                     # the whole path) is in best already.
                                     seen = False
                                     for slot in range(recorded):
-                                        seen = seen or tested[slot] == index
+                                        seen = seen or cells[3, slot] == index
                                     if seen:
                                         continue
                                     if live == cells.shape[1]:
-                                        grown = np.empty((3, 2 * live))
+                                        grown = np.empty((4, 2 * live))
                                         for slot in range(live):  # (no slice assignment:
                                             grown[0, slot] = cells[0, slot]  # its shape
                                             grown[1, slot] = cells[1, slot]  # check compiles
                                             grown[2, slot] = cells[2, slot]  # string code)
+                                            grown[3, slot] = cells[3, slot]  # (recorded <= live)
                                         cells = grown
                                     # In the order of enter (stable: ties keep their order).
                                     slot = live
@@ -710,7 +713,7 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
                     for slot in range(live):
                         if cells[0, slot] > best:
                             break
-                        i, j = int(cells[1, slot]), int(cells[2, slot])
+                        i, j = np.int64(cells[1, slot]), np.int64(cells[2, slot])
                         index = j * (nx - 1) + i
                         k = j * nx + i
                         entry = cell_entry(
@@ -720,8 +723,8 @@ def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
                         )  # fmt: skip
                         if entry < best:
                             best, best_cell = entry, index
-                        if recorded < TESTED:  # (past that, a cell may be tested again)
-                            tested[recorded] = index
+                        if recorded < FIRST_CELLS:  # (past that, a cell may be tested again)
+                            cells[3, recorded] = index
                             recorded += 1
                     if not (best > tb and tb < t1):
                         break
