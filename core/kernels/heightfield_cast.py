@@ -41,6 +41,7 @@ from .rays import (
     cast_to_world,
     finite,
     helper,
+    rare_helper,
     transform,
     write_cast,
 )
@@ -236,7 +237,7 @@ def vertex_entry(px, py, pz, sx, sy, sz, ux, uy, uz, R, early):
     return accept(closest - np.sqrt(R * R - miss), early)
 
 
-@helper
+@rare_helper
 def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, uz, R, early):
     """cast._entries for one cast and one cell: the least entry into its pieces (faces,
     edges, vertices and, for the solid on the border, walls and corner lines). ``grid`` =
@@ -328,7 +329,7 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
     return fmin(best, walls)
 
 
-@helper
+@rare_helper
 def cell_nearest(i, j, h00, h10, h01, h11, anti, grid, solid, qx, qy, qz):
     """cast._nearest for one point and one cell: the distance to the cell's pieces, the
     nearest point and the piece's outward normal (faces: up; walls: their axis; NaN for
