@@ -107,6 +107,14 @@ def _fmax(a, b):
 
 
 @helper
+def _clamp(x, lo, hi):
+    """min(max(x, lo), hi) for floats, as Python (and numba's min and max) select: the
+    selects written out, so that no kernel compiles numba's min and max per type."""
+    x = lo if lo > x else x
+    return hi if hi < x else x
+
+
+@helper
 def _node_index(count, stride, size, U, V):
     """Index of the padded node at grid point (U, V) in a level of ``count`` nodes (see
     grid.Terrain.hierarchy and walk.node_tops); a point off the level (or NaN) clips as numpy's
@@ -118,7 +126,7 @@ def _node_index(count, stride, size, U, V):
         return count - 1
     if k <= 0:
         return 0
-    return int(k)
+    return np.int64(k)
 
 
 @helper
@@ -191,8 +199,12 @@ def _surface_height(h00, h10, h01, h11, anti, bilinear, u, v):
 def _cell_tolerance(h00, h10, h01, h11, spacing):
     """The cell's touching tolerance, 2^-40 of its largest |corner height| or the largest
     spacing (grid.tolerances, from the corners at hand: no table to read)."""
-    magnitude = max(max(abs(h00), abs(h10)), max(abs(h01), abs(h11)))
-    return max(magnitude, spacing) * 2.0**-40
+    a, b, c, d = abs(h00), abs(h10), abs(h01), abs(h11)
+    ab = b if b > a else a  # max(a, b), as Python selects
+    cd = d if d > c else c
+    magnitude = cd if cd > ab else ab
+    magnitude = spacing if spacing > magnitude else magnitude
+    return magnitude * 2.0**-40
 
 
 @helper
@@ -312,7 +324,9 @@ def _coherent_order(arguments, placement, origins, start, stop):
         line = (oy - y0) / dy * (1.0 / BLOCK)
         key = 0
         if abs(column) < INF and abs(line) < INF:
-            key = int(min(max(line, 0.0), nby - 1.0)) * nbx + int(min(max(column, 0.0), nbx - 1.0))
+            key = np.int64(_clamp(line, 0.0, nby - 1.0)) * nbx + np.int64(
+                _clamp(column, 0.0, nbx - 1.0)
+            )
         keys[r] = key
         starts[key + 1] += 1
     for key in range(nbx * nby):
@@ -351,24 +365,14 @@ def _prefetch_ray(
         U = U0 + t * du
         V = V0 + t * dv
         if abs(U) < INF and abs(V) < INF:
-            i = int(min(max(U, 0.0), nx - 2.0))
-            j = int(min(max(V, 0.0), ny - 2.0))
+            i = np.int64(_clamp(U, 0.0, nx - 2.0))
+            j = np.int64(_clamp(V, 0.0, ny - 2.0))
             _prefetch(heights, j * nx + i)
             _prefetch(heights, (j + 1) * nx + i)
             _prefetch(nodes, inner_at + (j + 1) * inner_stride + i + 1)
 
 
 GROUP = 4  # rays moved on by the hierarchy together (see _trace)
-
-
-@helper
-def _skip_count(state, member, reach_levels):
-    """How many hierarchy skips ray ``member`` of a group takes (walk.start_walk): one per
-    pyramid level below the coarsest, then FINE_SKIPS; none when not set up or when its
-    clipped stretch is empty."""
-    if state[member, 22] == 0.0 or not state[member, 20] <= state[member, 21]:
-        return 0
-    return reach_levels[int(state[member, 12])] - 1 + FINE_SKIPS
 
 
 @helper
@@ -379,7 +383,7 @@ def _skip(
     """Skip ``skip`` of ray ``member`` (walk.start_walk, expression for expression): from
     tc, where it comes down to the max of the node around it, or has travelled the node's
     size (Chebyshev, grid units)."""
-    terrain = int(state[member, 12])
+    terrain = np.int64(state[member, 12])
     U0, V0, du, dv = state[member, 13], state[member, 14], state[member, 15], state[member, 16]
     dz, wz, t1 = state[member, 17], state[member, 18], state[member, 21]
     inv_dz, inv_chebyshev = state[member, 23], state[member, 24]
@@ -436,11 +440,11 @@ def _make_trace(bilinear, solid, any_hit):
         # roundings; the CPU runs the group's chains at once), then each is walked. Measured
         # (one thread, 100k rays from above on the DEM): 260 ns per ray one by one, 215 in
         # pairs, 200 in groups of 4 (8: the same).
-        state = np.empty((GROUP, 25))
-        skips = np.zeros(GROUP, dtype=np.int64)
-        reached = np.zeros(GROUP)  # where each ray's skips have brought it
+        # (One array of state, columns 25 and 26 the skips each ray takes and where they have
+        # brought it: each other array would be a compile of np.empty of its own.)
+        state = np.empty((GROUP, 27))
         for group_start in range(start, stop, GROUP):
-            group = min(GROUP, stop - group_start)
+            group = stop - group_start if stop - group_start < GROUP else GROUP
             for member in range(group):
                 row = group_start + member
                 state[member, 22] = 0.0  # not valid until set up
@@ -494,8 +498,8 @@ def _make_trace(bilinear, solid, any_hit):
                     if t0 <= t1 and not (t0 == enter_z and enter_z > 0):
                         U = U0 + t0 * du
                         V = V0 + t0 * dv
-                        i = int(min(max(np.floor(U), 0.0), nx - 2.0))
-                        j = int(min(max(np.floor(V), 0.0), ny - 2.0))
+                        i = np.int64(_clamp(np.floor(U), 0.0, nx - 2.0))
+                        j = np.int64(_clamp(np.floor(V), 0.0, ny - 2.0))
                         k = j * nx + i
                         anti = has_anti and anti_of[j * (nx - 1) + i] > 0
                         h = _surface_height(
@@ -536,17 +540,21 @@ def _make_trace(bilinear, solid, any_hit):
                     state[member, 24] = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
             # -- walk.start_walk: one skip per pyramid level, coarsest first, the group's rays
             # step by step together --------------------------------------------------------------
+            # (none for a ray not set up or whose clipped stretch is empty)
             most = 0
             for member in range(group):
-                skips[member] = _skip_count(state, member, reach_levels)
-                reached[member] = state[member, 20]
-                most = max(most, skips[member])
+                skips = 0
+                if state[member, 22] != 0.0 and state[member, 20] <= state[member, 21]:
+                    skips = reach_levels[np.int64(state[member, 12])] - 1 + FINE_SKIPS
+                state[member, 25] = skips
+                state[member, 26] = state[member, 20]
+                most = skips if skips > most else most
             for skip in range(most):
                 for member in range(group):
-                    if skip < skips[member]:
-                        reached[member] = _skip(
-                            state, member, skip, reached[member], reach_first, reach_levels, nodes,
-                            node_offset, node_count, node_stride, node_size,
+                    if skip < state[member, 25]:
+                        state[member, 26] = _skip(
+                            state, member, skip, state[member, 26], reach_first, reach_levels,
+                            nodes, node_offset, node_count, node_stride, node_size,
                         )  # fmt: skip
             for member in range(group):
                 if state[member, 22] == 0.0:
@@ -560,12 +568,12 @@ def _make_trace(bilinear, solid, any_hit):
                     state[member, 10],
                     state[member, 11],
                 )
-                terrain = int(state[member, 12])
+                terrain = np.int64(state[member, 12])
                 U0, V0 = state[member, 13], state[member, 14]
                 du, dv = state[member, 15], state[member, 16]
-                dz, wz, face = state[member, 17], state[member, 18], int(state[member, 19])
+                dz, wz, face = state[member, 17], state[member, 18], np.int64(state[member, 19])
                 t0, t1 = state[member, 20], state[member, 21]
-                tc = reached[member]
+                tc = state[member, 26]
                 t = INF
                 grad_u = 0.0
                 grad_v = 0.0
@@ -584,9 +592,8 @@ def _make_trace(bilinear, solid, any_hit):
                     py = 1.0 if dv > 0 else 0.0
                     sx = 1 if du > 0 else -1
                     sy = 1 if dv > 0 else -1
-                    negative = min(
-                        dz, 0.0
-                    )  # 1 / dz for descending rays, else 0, as walk._enter_block
+                    # 1 / dz for descending rays, else 0, as walk._enter_block
+                    negative = 0.0 if 0.0 < dz else dz  # min(dz, 0.0)
                     inv_dz = negative / (negative * negative + (1.0 if dz >= 0 else 0.0))
                     inv_chebyshev = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
                     heights_at = terrain * cells
@@ -596,8 +603,8 @@ def _make_trace(bilinear, solid, any_hit):
                     column = np.floor((U0 + tc * du) * (1.0 / BLOCK))
                     line = np.floor((V0 + tc * dv) * (1.0 / BLOCK))
                     walking = abs(column) < INF and abs(line) < INF
-                    Ib = int(min(max(column, 0.0), nbx - 1.0)) * BLOCK if walking else 0
-                    Jb = int(min(max(line, 0.0), nby - 1.0)) * BLOCK if walking else 0
+                    Ib = np.int64(_clamp(column, 0.0, nbx - 1.0)) * BLOCK if walking else 0
+                    Jb = np.int64(_clamp(line, 0.0, nby - 1.0)) * BLOCK if walking else 0
                     while walking:
                         # -- one block ----------------------------------------------------------
                         tbx = (Ib + px * BLOCK - U0) * inv_du
@@ -630,8 +637,10 @@ def _make_trace(bilinear, solid, any_hit):
                             line = np.floor(V0 + ta * dv)
                             if not (abs(column) < INF and abs(line) < INF):
                                 break
-                            i = int(min(max(column, Ib), min(Ib + BLOCK, nx - 1) - 1))
-                            j = int(min(max(line, Jb), min(Jb + BLOCK, ny - 1) - 1))
+                            last_i = nx - 1 if nx - 1 < Ib + BLOCK else Ib + BLOCK
+                            last_j = ny - 1 if ny - 1 < Jb + BLOCK else Jb + BLOCK
+                            i = np.int64(_clamp(column, float(Ib), float(last_i - 1)))
+                            j = np.int64(_clamp(line, float(Jb), float(last_j - 1)))
                             # -- its cells, Amanatides-Woo, exits from the integer indices -------
                             found = False
                             while True:
