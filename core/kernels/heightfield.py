@@ -612,7 +612,9 @@ def _make_trace(bilinear, solid, any_hit):
                         te = _maximum(_minimum(_minimum(tbx, tby), t1), tc)
                         zlow = wz + _minimum(tc * dz, te * dz)
                         block = (Jb // BLOCK) * nbx + Ib // BLOCK
-                        top = block_max[blocks_at + min(max(block, 0), blocks - 1)]
+                        block = 0 if 0 > block else block  # min(max(block, 0), blocks - 1)
+                        block = blocks - 1 if blocks - 1 < block else block
+                        top = block_max[blocks_at + block]
                         if zlow <= top:  # block tops include the cells' tolerances
                             # -- walk._enter_block: from where the ray comes down to the block max
                             to_top = (top - wz) / dz
