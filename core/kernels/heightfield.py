@@ -13,9 +13,10 @@ fastmath: LLVM neither reorders nor fuses), and touching within a tolerance is d
 same way.
 
 Written like PhysX's traceSegment or MuJoCo's mj_rayHfield: one ray at a time, a few
-scalars of state, stopping at the first hit. The whole walk is one function
-(``_trace_rows``) so that no call inside the loop over rays takes an array: each such
-call would cost reference counting, which the threads contend for.
+scalars of state, stopping at the first hit. The whole walk is one function so that no call
+inside the loop over rays takes an array (each such call would cost reference counting,
+which the threads contend for), compiled per model (``_make_trace``: TRIANGLES or
+BILINEAR, solid or surface, ray or segment), each holding only its model's code.
 
 Arguments (Heightfield._kernel_arguments, made by ``arguments``): see ``arguments``.
 """
@@ -372,7 +373,7 @@ def _prefetch_ray(
             _prefetch(nodes, inner_at + (j + 1) * inner_stride + i + 1)
 
 
-GROUP = 4  # rays moved on by the hierarchy together (see _trace)
+GROUP = 4  # rays moved on by the hierarchy together (see _make_trace)
 
 
 @helper
