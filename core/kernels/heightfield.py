@@ -13,9 +13,10 @@ fastmath: LLVM neither reorders nor fuses), and touching within a tolerance is d
 same way.
 
 Written like PhysX's traceSegment or MuJoCo's mj_rayHfield: one ray at a time, a few
-scalars of state, stopping at the first hit. The whole walk is one function
-(``_trace_rows``) so that no call inside the loop over rays takes an array: each such
-call would cost reference counting, which the threads contend for.
+scalars of state, stopping at the first hit. The whole walk is one function so that no call
+inside the loop over rays takes an array (each such call would cost reference counting,
+which the threads contend for), compiled per model (``_make_trace``: TRIANGLES or
+BILINEAR, solid or surface, ray or segment), each holding only its model's code.
 
 Arguments (Heightfield._kernel_arguments, made by ``arguments``): see ``arguments``.
 """
@@ -107,6 +108,14 @@ def _fmax(a, b):
 
 
 @helper
+def _clamp(x, lo, hi):
+    """min(max(x, lo), hi) for floats, as Python (and numba's min and max) select: the
+    selects written out, so that no kernel compiles numba's min and max per type."""
+    x = lo if lo > x else x
+    return hi if hi < x else x
+
+
+@helper
 def _node_index(count, stride, size, U, V):
     """Index of the padded node at grid point (U, V) in a level of ``count`` nodes (see
     grid.Terrain.hierarchy and walk.node_tops); a point off the level (or NaN) clips as numpy's
@@ -118,7 +127,7 @@ def _node_index(count, stride, size, U, V):
         return count - 1
     if k <= 0:
         return 0
-    return int(k)
+    return np.int64(k)
 
 
 @helper
@@ -191,8 +200,12 @@ def _surface_height(h00, h10, h01, h11, anti, bilinear, u, v):
 def _cell_tolerance(h00, h10, h01, h11, spacing):
     """The cell's touching tolerance, 2^-40 of its largest |corner height| or the largest
     spacing (grid.tolerances, from the corners at hand: no table to read)."""
-    magnitude = max(max(abs(h00), abs(h10)), max(abs(h01), abs(h11)))
-    return max(magnitude, spacing) * 2.0**-40
+    a, b, c, d = abs(h00), abs(h10), abs(h01), abs(h11)
+    ab = b if b > a else a  # max(a, b), as Python selects
+    cd = d if d > c else c
+    magnitude = cd if cd > ab else ab
+    magnitude = spacing if spacing > magnitude else magnitude
+    return magnitude * 2.0**-40
 
 
 @helper
@@ -312,7 +325,9 @@ def _coherent_order(arguments, placement, origins, start, stop):
         line = (oy - y0) / dy * (1.0 / BLOCK)
         key = 0
         if abs(column) < INF and abs(line) < INF:
-            key = int(min(max(line, 0.0), nby - 1.0)) * nbx + int(min(max(column, 0.0), nbx - 1.0))
+            key = np.int64(_clamp(line, 0.0, nby - 1.0)) * nbx + np.int64(
+                _clamp(column, 0.0, nbx - 1.0)
+            )
         keys[r] = key
         starts[key + 1] += 1
     for key in range(nbx * nby):
@@ -351,24 +366,14 @@ def _prefetch_ray(
         U = U0 + t * du
         V = V0 + t * dv
         if abs(U) < INF and abs(V) < INF:
-            i = int(min(max(U, 0.0), nx - 2.0))
-            j = int(min(max(V, 0.0), ny - 2.0))
+            i = np.int64(_clamp(U, 0.0, nx - 2.0))
+            j = np.int64(_clamp(V, 0.0, ny - 2.0))
             _prefetch(heights, j * nx + i)
             _prefetch(heights, (j + 1) * nx + i)
             _prefetch(nodes, inner_at + (j + 1) * inner_stride + i + 1)
 
 
-GROUP = 4  # rays moved on by the hierarchy together (see _trace)
-
-
-@helper
-def _skip_count(state, member, reach_levels):
-    """How many hierarchy skips ray ``member`` of a group takes (walk.start_walk): one per
-    pyramid level below the coarsest, then FINE_SKIPS; none when not set up or when its
-    clipped stretch is empty."""
-    if state[member, 22] == 0.0 or not state[member, 20] <= state[member, 21]:
-        return 0
-    return reach_levels[int(state[member, 12])] - 1 + FINE_SKIPS
+GROUP = 4  # rays moved on by the hierarchy together (see _make_trace)
 
 
 @helper
@@ -379,7 +384,7 @@ def _skip(
     """Skip ``skip`` of ray ``member`` (walk.start_walk, expression for expression): from
     tc, where it comes down to the max of the node around it, or has travelled the node's
     size (Chebyshev, grid units)."""
-    terrain = int(state[member, 12])
+    terrain = np.int64(state[member, 12])
     U0, V0, du, dv = state[member, 13], state[member, 14], state[member, 15], state[member, 16]
     dz, wz, t1 = state[member, 17], state[member, 18], state[member, 21]
     inv_dz, inv_chebyshev = state[member, 23], state[member, 24]
@@ -398,307 +403,341 @@ def _skip(
 
 # Divisions by zero give inf or NaN as in numpy (the reference divides freely, e.g. by a
 # zero direction component) instead of raising; the helpers above are inlined into it.
-@njit(cache=True, nogil=True, error_model="numpy")
-def _trace(arguments, placement, origins, directions, max_distance, out, start, stop, any_hit):
-    """Rays start ... stop - 1, one at a time (Heightfield._cast for each): returns the
-    number of rows with non-finite input or a zero direction.
+def _make_trace(bilinear, solid, any_hit):
+    """The walk compiled for one model: BILINEAR or TRIANGLES (``bilinear``), solid or surface,
+    rays or segments (``any_hit``). The three are constants of the closure, so numba drops
+    the branches of the other models before it types the function (its dead-branch pruning)
+    and each compiled walk holds only the code its terrain runs."""
 
-    ``any_hit``: the rows are segments (``origins`` the starts, ``directions`` the ends,
-    ``max_distance[0]`` the fraction trimmed at both ends) and only ``out[0]`` is written,
-    True where the segment is blocked (core/occlusion.py: the ray from the trimmed start
-    over the trimmed length, as its numpy reference computes it); the walk is the same,
-    it ends at the first cell that meets the segment."""
-    x0, y0, dx, dy, nx, ny = arguments[:6]
-    heights, spacing, anti_of, has_anti, bilinear, solid = arguments[6:12]
-    zmin, top_above, top_mirror, slack_x, slack_y = arguments[12:17]
-    block_max, nodes, node_offset, node_count, node_stride, node_size = arguments[17:23]
-    reach_first, reach_levels, inner_first, inner_levels = arguments[23:27]
-    cells = nx * ny  # the heights of one terrain (the mirror's follow the terrain's)
-    nbx = -(-(nx - 1) // BLOCK)
-    nby = -(-(ny - 1) // BLOCK)
-    blocks = nbx * nby
-    step = 1 if max_distance.shape[0] == origins.shape[0] else 0
-    hit, distance, point, normal, cell = out
-    prefetching = cells >= PREFETCH_MIN_CELLS
-    inner_at = node_offset[inner_first[0]]
-    inner_stride = node_stride[inner_first[0]]
-    bad = 0
-    # Rays go in groups of GROUP: each is set up (clip), then all are moved on by the
-    # hierarchy step by step together (_skip: per ray a chain of dependent reads and
-    # roundings; the CPU runs the group's chains at once), then each is walked. Measured
-    # (one thread, 100k rays from above on the DEM): 260 ns per ray one by one, 215 in
-    # pairs, 200 in groups of 4 (8: the same).
-    state = np.empty((GROUP, 25))
-    skips = np.zeros(GROUP, dtype=np.int64)
-    reached = np.zeros(GROUP)  # where each ray's skips have brought it
-    for group_start in range(start, stop, GROUP):
-        group = min(GROUP, stop - group_start)
-        for member in range(group):
-            row = group_start + member
-            state[member, 22] = 0.0  # not valid until set up
-            if prefetching and not any_hit and row + AHEAD < stop:
-                _prefetch_ray(
-                    origins, directions, row + AHEAD, placement, x0, y0, dx, dy, nx, ny,
-                    zmin, top_above, heights, nodes, inner_at, inner_stride,
-                )  # fmt: skip
-            ox, oy, oz = origins[row, 0], origins[row, 1], origins[row, 2]
-            ex, ey, ez = directions[row, 0], directions[row, 1], directions[row, 2]
-            segment_length = 1.0
-            if any_hit:  # occlusion.segment_rays, then the trimmed segment as a ray
-                if not (finite(ox, oy, oz) and finite(ex, ey, ez)):
-                    bad += 1
-                    continue
-                ox, oy, oz, ux, uy, uz, limit, segment_length = segment_ray(
-                    ox, oy, oz, ex, ey, ez, max_distance[0], 3
-                )
-            else:
-                ux, uy, uz = unit(ex, ey, ez)
-                if not (
-                    finite(ox, oy, oz) and finite(ex, ey, ez) and (ex != 0 or ey != 0 or ez != 0)
-                ):
-                    bad += 1
-                    continue
-                limit = max_distance[row * step]
-            lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
-            # -- _Rays: grid units -------------------------------------------------------------
-            U0 = (lx - x0) / dx
-            V0 = (ly - y0) / dy
-            du = lux / dx
-            dv = luy / dy
-            dz = luz
-            wz = lz  # the walk's z: negated for a ray below a surface
-            terrain = 0  # 0: the terrain as given, 1: its mirror image
-            face = 0
-            if solid:
-                t0, t1, face = _clip_solid(
-                    U0, V0, lz, du, dv, dz, limit * stretch, nx, ny, zmin, top_above,
-                    slack_x, slack_y,
-                )  # fmt: skip
-            else:  # Heightfield._cast_surface: the footprint between the mirror's and our tops
-                enter_x, leave_x = _slab(U0, du, 0.0, nx - 1.0, slack_x)
-                enter_y, leave_y = _slab(V0, dv, 0.0, ny - 1.0, slack_y)
-                enter_z, leave_z = _slab(lz, dz, -top_mirror, top_above, 0.0)
-                t0 = _maximum(_maximum(enter_x, enter_y), _maximum(enter_z, 0.0))
-                t1 = _minimum(_minimum(leave_x, leave_y), _minimum(leave_z, limit * stretch))
-                below = dz > 0
-                if t0 <= t1 and not (t0 == enter_z and enter_z > 0):
-                    U = U0 + t0 * du
-                    V = V0 + t0 * dv
-                    i = int(min(max(np.floor(U), 0.0), nx - 2.0))
-                    j = int(min(max(np.floor(V), 0.0), ny - 2.0))
-                    k = j * nx + i
-                    anti = has_anti and anti_of[j * (nx - 1) + i] > 0
-                    h = _surface_height(
-                        heights[k], heights[k + 1], heights[k + nx], heights[k + nx + 1],
-                        anti, bilinear, U - i, V - j,
-                    )  # fmt: skip
-                    below = lz + t0 * dz < h
-                if below:
-                    terrain = 1
-                    wz = -lz
-                    dz = -dz
-            # the ray's set-up, for the skips and the walk below (column 22: valid)
-            state[member, 0] = ox
-            state[member, 1] = oy
-            state[member, 2] = oz
-            state[member, 3] = ux
-            state[member, 4] = uy
-            state[member, 5] = uz
-            state[member, 6] = lux
-            state[member, 7] = luy
-            state[member, 8] = luz
-            state[member, 9] = limit
-            state[member, 10] = segment_length
-            state[member, 11] = stretch
-            state[member, 12] = float(terrain)
-            state[member, 13] = U0
-            state[member, 14] = V0
-            state[member, 15] = du
-            state[member, 16] = dv
-            state[member, 17] = dz
-            state[member, 18] = wz
-            state[member, 19] = float(face)
-            state[member, 20] = t0
-            state[member, 21] = t1
-            state[member, 22] = 1.0
-            if t0 <= t1:
-                state[member, 23] = 1.0 / dz if dz < 0 else 0.0
-                state[member, 24] = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
-        # -- walk.start_walk: one skip per pyramid level, coarsest first, the group's rays
-        # step by step together --------------------------------------------------------------
-        most = 0
-        for member in range(group):
-            skips[member] = _skip_count(state, member, reach_levels)
-            reached[member] = state[member, 20]
-            most = max(most, skips[member])
-        for skip in range(most):
+    @njit(cache=True, nogil=True, error_model="numpy")
+    def trace(arguments, placement, origins, directions, max_distance, out, start, stop):
+        """Rays start ... stop - 1, one at a time (Heightfield._cast for each): returns the
+        number of rows with non-finite input or a zero direction.
+
+        ``any_hit``: the rows are segments (``origins`` the starts, ``directions`` the ends,
+        ``max_distance[0]`` the fraction trimmed at both ends) and only ``out[0]`` is written,
+        True where the segment is blocked (core/occlusion.py: the ray from the trimmed start
+        over the trimmed length, as its numpy reference computes it); the walk is the same,
+        it ends at the first cell that meets the segment."""
+        x0, y0, dx, dy, nx, ny = arguments[:6]
+        heights, spacing, anti_of, has_anti = arguments[6:10]
+        zmin, top_above, top_mirror, slack_x, slack_y = arguments[12:17]
+        block_max, nodes, node_offset, node_count, node_stride, node_size = arguments[17:23]
+        reach_first, reach_levels, inner_first, inner_levels = arguments[23:27]
+        cells = nx * ny  # the heights of one terrain (the mirror's follow the terrain's)
+        nbx = -(-(nx - 1) // BLOCK)
+        nby = -(-(ny - 1) // BLOCK)
+        blocks = nbx * nby
+        step = 1 if max_distance.shape[0] == origins.shape[0] else 0
+        hit = out[0]
+        if not any_hit:
+            distance, point, normal, cell = out[1], out[2], out[3], out[4]
+        prefetching = cells >= PREFETCH_MIN_CELLS
+        inner_at = node_offset[inner_first[0]]
+        inner_stride = node_stride[inner_first[0]]
+        bad = 0
+        # Rays go in groups of GROUP: each is set up (clip), then all are moved on by the
+        # hierarchy step by step together (_skip: per ray a chain of dependent reads and
+        # roundings; the CPU runs the group's chains at once), then each is walked. Measured
+        # (one thread, 100k rays from above on the DEM): 260 ns per ray one by one, 215 in
+        # pairs, 200 in groups of 4 (8: the same).
+        # (One array of state, columns 25 and 26 the skips each ray takes and where they have
+        # brought it: each other array would be a compile of np.empty of its own.)
+        state = np.empty((GROUP, 27))
+        for group_start in range(start, stop, GROUP):
+            group = stop - group_start if stop - group_start < GROUP else GROUP
             for member in range(group):
-                if skip < skips[member]:
-                    reached[member] = _skip(
-                        state, member, skip, reached[member], reach_first, reach_levels, nodes,
-                        node_offset, node_count, node_stride, node_size,
+                row = group_start + member
+                state[member, 22] = 0.0  # not valid until set up
+                if prefetching and not any_hit and row + AHEAD < stop:
+                    _prefetch_ray(
+                        origins, directions, row + AHEAD, placement, x0, y0, dx, dy, nx, ny,
+                        zmin, top_above, heights, nodes, inner_at, inner_stride,
                     )  # fmt: skip
-        for member in range(group):
-            if state[member, 22] == 0.0:
-                continue
-            row = group_start + member
-            ox, oy, oz = state[member, 0], state[member, 1], state[member, 2]
-            ux, uy, uz = state[member, 3], state[member, 4], state[member, 5]
-            lux, luy, luz = state[member, 6], state[member, 7], state[member, 8]
-            limit, segment_length, stretch = state[member, 9], state[member, 10], state[member, 11]
-            terrain = int(state[member, 12])
-            U0, V0 = state[member, 13], state[member, 14]
-            du, dv = state[member, 15], state[member, 16]
-            dz, wz, face = state[member, 17], state[member, 18], int(state[member, 19])
-            t0, t1 = state[member, 20], state[member, 21]
-            tc = reached[member]
-            t = INF
-            grad_u = 0.0
-            grad_v = 0.0
-            cell_i = -1
-            cell_j = -1
-            if t0 <= t1 and tc <= t1:
-                # -- walk.walk: blocks, then the cells of each block the ray comes down into -----
-                # Rays parallel to grid lines: +-TINY toward the middle (see walk.start_walk).
-                if du == 0:
-                    du = -TINY if U0 > 0.5 * (nx - 1) else TINY
-                if dv == 0:
-                    dv = -TINY if V0 > 0.5 * (ny - 1) else TINY
-                inv_du = 1.0 / du
-                inv_dv = 1.0 / dv
-                px = 1.0 if du > 0 else 0.0
-                py = 1.0 if dv > 0 else 0.0
-                sx = 1 if du > 0 else -1
-                sy = 1 if dv > 0 else -1
-                negative = min(dz, 0.0)  # 1 / dz for descending rays, else 0, as walk._enter_block
-                inv_dz = negative / (negative * negative + (1.0 if dz >= 0 else 0.0))
-                inv_chebyshev = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
-                heights_at = terrain * cells
-                blocks_at = terrain * blocks
-                inner = inner_first[terrain]
-                inner_end = inner + inner_levels[terrain]
-                column = np.floor((U0 + tc * du) * (1.0 / BLOCK))
-                line = np.floor((V0 + tc * dv) * (1.0 / BLOCK))
-                walking = abs(column) < INF and abs(line) < INF
-                Ib = int(min(max(column, 0.0), nbx - 1.0)) * BLOCK if walking else 0
-                Jb = int(min(max(line, 0.0), nby - 1.0)) * BLOCK if walking else 0
-                while walking:
-                    # -- one block ----------------------------------------------------------
-                    tbx = (Ib + px * BLOCK - U0) * inv_du
-                    tby = (Jb + py * BLOCK - V0) * inv_dv
-                    te = _maximum(_minimum(_minimum(tbx, tby), t1), tc)
-                    zlow = wz + _minimum(tc * dz, te * dz)
-                    block = (Jb // BLOCK) * nbx + Ib // BLOCK
-                    top = block_max[blocks_at + min(max(block, 0), blocks - 1)]
-                    if zlow <= top:  # block tops include the cells' tolerances
-                        # -- walk._enter_block: from where the ray comes down to the block max ----
-                        to_top = (top - wz) / dz
-                        ta = _fmax(tc, to_top) if dz < 0 else tc
-                        tf = _minimum(te, to_top) if dz > 0 else te
-                        ta = _minimum(ta, tf)
-                        for level in range(inner, inner_end):
-                            size = node_size[level]
-                            k = _node_index(
-                                node_count[level],
-                                node_stride[level],
-                                size,
-                                U0 + ta * du,
-                                V0 + ta * dv,
-                            )
-                            node = nodes[node_offset[level] + k]
-                            ta = _maximum(
-                                ta, _minimum(ta + size * inv_chebyshev, (node - wz) * inv_dz)
-                            )
-                        ta = _minimum(ta, tf)
-                        column = np.floor(U0 + ta * du)
-                        line = np.floor(V0 + ta * dv)
-                        if not (abs(column) < INF and abs(line) < INF):
-                            break
-                        i = int(min(max(column, Ib), min(Ib + BLOCK, nx - 1) - 1))
-                        j = int(min(max(line, Jb), min(Jb + BLOCK, ny - 1) - 1))
-                        # -- its cells, Amanatides-Woo, exits from the integer indices -------
-                        found = False
-                        while True:
-                            cbx = (i + px - U0) * inv_du
-                            cby = (j + py - V0) * inv_dv
-                            tb = _maximum(_minimum(_minimum(cbx, cby), tf), ta)
-                            corner = heights_at + j * nx + i
-                            h00, h10 = heights[corner], heights[corner + 1]
-                            h01, h11 = heights[corner + nx], heights[corner + nx + 1]
-                            tol = _cell_tolerance(h00, h10, h01, h11, spacing)
-                            if bilinear:
-                                found, t, grad_u, grad_v = _cell_bilinear(
-                                h00, h10, h01, h11, tol,
-                                i, j, U0, V0, wz, du, dv, dz, ta, tb,
-                            )  # fmt: skip
-                            else:
-                                a = anti_of[j * (nx - 1) + i] if has_anti else 0.0
-                                found, t, grad_u, grad_v = _cell_triangles(
-                                h00, h10, h01, h11, tol, has_anti, a,
-                                i, j, U0, V0, wz, du, dv, dz, ta, tb,
-                            )  # fmt: skip
+                ox, oy, oz = origins[row, 0], origins[row, 1], origins[row, 2]
+                ex, ey, ez = directions[row, 0], directions[row, 1], directions[row, 2]
+                segment_length = 1.0
+                if any_hit:  # occlusion.segment_rays, then the trimmed segment as a ray
+                    if not (finite(ox, oy, oz) and finite(ex, ey, ez)):
+                        bad += 1
+                        continue
+                    ox, oy, oz, ux, uy, uz, limit, segment_length = segment_ray(
+                        ox, oy, oz, ex, ey, ez, max_distance[0], 3
+                    )
+                else:
+                    ux, uy, uz = unit(ex, ey, ez)
+                    if not (
+                        finite(ox, oy, oz)
+                        and finite(ex, ey, ez)
+                        and (ex != 0 or ey != 0 or ez != 0)
+                    ):
+                        bad += 1
+                        continue
+                    limit = max_distance[row * step]
+                lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
+                # -- _Rays: grid units -------------------------------------------------------------
+                U0 = (lx - x0) / dx
+                V0 = (ly - y0) / dy
+                du = lux / dx
+                dv = luy / dy
+                dz = luz
+                wz = lz  # the walk's z: negated for a ray below a surface
+                terrain = 0  # 0: the terrain as given, 1: its mirror image
+                face = 0
+                if solid:
+                    t0, t1, face = _clip_solid(
+                        U0, V0, lz, du, dv, dz, limit * stretch, nx, ny, zmin, top_above,
+                        slack_x, slack_y,
+                    )  # fmt: skip
+                else:  # Heightfield._cast_surface: the footprint between the mirror's and our tops
+                    enter_x, leave_x = _slab(U0, du, 0.0, nx - 1.0, slack_x)
+                    enter_y, leave_y = _slab(V0, dv, 0.0, ny - 1.0, slack_y)
+                    enter_z, leave_z = _slab(lz, dz, -top_mirror, top_above, 0.0)
+                    t0 = _maximum(_maximum(enter_x, enter_y), _maximum(enter_z, 0.0))
+                    t1 = _minimum(_minimum(leave_x, leave_y), _minimum(leave_z, limit * stretch))
+                    below = dz > 0
+                    if t0 <= t1 and not (t0 == enter_z and enter_z > 0):
+                        U = U0 + t0 * du
+                        V = V0 + t0 * dv
+                        i = np.int64(_clamp(np.floor(U), 0.0, nx - 2.0))
+                        j = np.int64(_clamp(np.floor(V), 0.0, ny - 2.0))
+                        k = j * nx + i
+                        anti = has_anti and anti_of[j * (nx - 1) + i] > 0
+                        h = _surface_height(
+                            heights[k], heights[k + 1], heights[k + nx], heights[k + nx + 1],
+                            anti, bilinear, U - i, V - j,
+                        )  # fmt: skip
+                        below = lz + t0 * dz < h
+                    if below:
+                        terrain = 1
+                        wz = -lz
+                        dz = -dz
+                # the ray's set-up, for the skips and the walk below (column 22: valid)
+                state[member, 0] = ox
+                state[member, 1] = oy
+                state[member, 2] = oz
+                state[member, 3] = ux
+                state[member, 4] = uy
+                state[member, 5] = uz
+                state[member, 6] = lux
+                state[member, 7] = luy
+                state[member, 8] = luz
+                state[member, 9] = limit
+                state[member, 10] = segment_length
+                state[member, 11] = stretch
+                state[member, 12] = float(terrain)
+                state[member, 13] = U0
+                state[member, 14] = V0
+                state[member, 15] = du
+                state[member, 16] = dv
+                state[member, 17] = dz
+                state[member, 18] = wz
+                state[member, 19] = float(face)
+                state[member, 20] = t0
+                state[member, 21] = t1
+                state[member, 22] = 1.0
+                if t0 <= t1:
+                    state[member, 23] = 1.0 / dz if dz < 0 else 0.0
+                    state[member, 24] = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
+            # -- walk.start_walk: one skip per pyramid level, coarsest first, the group's rays
+            # step by step together --------------------------------------------------------------
+            # (none for a ray not set up or whose clipped stretch is empty)
+            most = 0
+            for member in range(group):
+                skips = 0
+                if state[member, 22] != 0.0 and state[member, 20] <= state[member, 21]:
+                    skips = reach_levels[np.int64(state[member, 12])] - 1 + FINE_SKIPS
+                state[member, 25] = skips
+                state[member, 26] = state[member, 20]
+                most = skips if skips > most else most
+            for skip in range(most):
+                for member in range(group):
+                    if skip < state[member, 25]:
+                        state[member, 26] = _skip(
+                            state, member, skip, state[member, 26], reach_first, reach_levels,
+                            nodes, node_offset, node_count, node_stride, node_size,
+                        )  # fmt: skip
+            for member in range(group):
+                if state[member, 22] == 0.0:
+                    continue
+                row = group_start + member
+                ox, oy, oz = state[member, 0], state[member, 1], state[member, 2]
+                ux, uy, uz = state[member, 3], state[member, 4], state[member, 5]
+                lux, luy, luz = state[member, 6], state[member, 7], state[member, 8]
+                limit, segment_length, stretch = (
+                    state[member, 9],
+                    state[member, 10],
+                    state[member, 11],
+                )
+                terrain = np.int64(state[member, 12])
+                U0, V0 = state[member, 13], state[member, 14]
+                du, dv = state[member, 15], state[member, 16]
+                dz, wz, face = state[member, 17], state[member, 18], np.int64(state[member, 19])
+                t0, t1 = state[member, 20], state[member, 21]
+                tc = state[member, 26]
+                t = INF
+                grad_u = 0.0
+                grad_v = 0.0
+                cell_i = -1
+                cell_j = -1
+                if t0 <= t1 and tc <= t1:
+                    # -- walk.walk: blocks, then the cells of each block the ray comes down into
+                    # Rays parallel to grid lines: +-TINY toward the middle (see walk.start_walk).
+                    if du == 0:
+                        du = -TINY if U0 > 0.5 * (nx - 1) else TINY
+                    if dv == 0:
+                        dv = -TINY if V0 > 0.5 * (ny - 1) else TINY
+                    inv_du = 1.0 / du
+                    inv_dv = 1.0 / dv
+                    px = 1.0 if du > 0 else 0.0
+                    py = 1.0 if dv > 0 else 0.0
+                    sx = 1 if du > 0 else -1
+                    sy = 1 if dv > 0 else -1
+                    # 1 / dz for descending rays, else 0, as walk._enter_block
+                    negative = 0.0 if 0.0 < dz else dz  # min(dz, 0.0)
+                    inv_dz = negative / (negative * negative + (1.0 if dz >= 0 else 0.0))
+                    inv_chebyshev = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
+                    heights_at = terrain * cells
+                    blocks_at = terrain * blocks
+                    inner = inner_first[terrain]
+                    inner_end = inner + inner_levels[terrain]
+                    column = np.floor((U0 + tc * du) * (1.0 / BLOCK))
+                    line = np.floor((V0 + tc * dv) * (1.0 / BLOCK))
+                    walking = abs(column) < INF and abs(line) < INF
+                    Ib = np.int64(_clamp(column, 0.0, nbx - 1.0)) * BLOCK if walking else 0
+                    Jb = np.int64(_clamp(line, 0.0, nby - 1.0)) * BLOCK if walking else 0
+                    while walking:
+                        # -- one block ----------------------------------------------------------
+                        tbx = (Ib + px * BLOCK - U0) * inv_du
+                        tby = (Jb + py * BLOCK - V0) * inv_dv
+                        te = _maximum(_minimum(_minimum(tbx, tby), t1), tc)
+                        zlow = wz + _minimum(tc * dz, te * dz)
+                        block = (Jb // BLOCK) * nbx + Ib // BLOCK
+                        block = 0 if 0 > block else block  # min(max(block, 0), blocks - 1)
+                        block = blocks - 1 if blocks - 1 < block else block
+                        top = block_max[blocks_at + block]
+                        if zlow <= top:  # block tops include the cells' tolerances
+                            # -- walk._enter_block: from where the ray comes down to the block max
+                            to_top = (top - wz) / dz
+                            ta = _fmax(tc, to_top) if dz < 0 else tc
+                            tf = _minimum(te, to_top) if dz > 0 else te
+                            ta = _minimum(ta, tf)
+                            for level in range(inner, inner_end):
+                                size = node_size[level]
+                                k = _node_index(
+                                    node_count[level],
+                                    node_stride[level],
+                                    size,
+                                    U0 + ta * du,
+                                    V0 + ta * dv,
+                                )
+                                node = nodes[node_offset[level] + k]
+                                ta = _maximum(
+                                    ta, _minimum(ta + size * inv_chebyshev, (node - wz) * inv_dz)
+                                )
+                            ta = _minimum(ta, tf)
+                            column = np.floor(U0 + ta * du)
+                            line = np.floor(V0 + ta * dv)
+                            if not (abs(column) < INF and abs(line) < INF):
+                                break
+                            last_i = nx - 1 if nx - 1 < Ib + BLOCK else Ib + BLOCK
+                            last_j = ny - 1 if ny - 1 < Jb + BLOCK else Jb + BLOCK
+                            i = np.int64(_clamp(column, float(Ib), float(last_i - 1)))
+                            j = np.int64(_clamp(line, float(Jb), float(last_j - 1)))
+                            # -- its cells, Amanatides-Woo, exits from the integer indices -------
+                            found = False
+                            while True:
+                                cbx = (i + px - U0) * inv_du
+                                cby = (j + py - V0) * inv_dv
+                                tb = _maximum(_minimum(_minimum(cbx, cby), tf), ta)
+                                corner = heights_at + j * nx + i
+                                h00, h10 = heights[corner], heights[corner + 1]
+                                h01, h11 = heights[corner + nx], heights[corner + nx + 1]
+                                tol = _cell_tolerance(h00, h10, h01, h11, spacing)
+                                if bilinear:
+                                    found, t, grad_u, grad_v = _cell_bilinear(
+                                    h00, h10, h01, h11, tol,
+                                    i, j, U0, V0, wz, du, dv, dz, ta, tb,
+                                )  # fmt: skip
+                                else:
+                                    a = anti_of[j * (nx - 1) + i] if has_anti else 0.0
+                                    found, t, grad_u, grad_v = _cell_triangles(
+                                    h00, h10, h01, h11, tol, has_anti, a,
+                                    i, j, U0, V0, wz, du, dv, dz, ta, tb,
+                                )  # fmt: skip
+                                if found:
+                                    break
+                                if cbx <= cby:
+                                    i += sx
+                                else:
+                                    j += sy
+                                ta = tb
+                                if tb >= tf:
+                                    break
                             if found:
+                                cell_i = i
+                                cell_j = j
                                 break
-                            if cbx <= cby:
-                                i += sx
-                            else:
-                                j += sy
-                            ta = tb
-                            if tb >= tf:
-                                break
-                        if found:
-                            cell_i = i
-                            cell_j = j
+                        if not (te < t1):
                             break
-                    if not (te < t1):
-                        break
-                    if tbx <= tby:
-                        Ib += sx * BLOCK
-                    else:
-                        Jb += sy * BLOCK
-                    tc = te
-                if cell_i < 0:
-                    t = INF
-                    grad_u = 0.0
-                    grad_v = 0.0
-                elif terrain == 1:  # the mirror's gradients, back to the terrain's
-                    grad_u = -grad_u
-                    grad_v = -grad_v
-            if any_hit:  # blocked: a hit within the trimmed segment (a point: inside a solid)
-                hit[row] = segment_blocked(t / stretch, limit, segment_length, solid)
-                continue
-            # -- Heightfield._normal; a solid's side walls, a surface's side facing the ray --
-            normal_u = -grad_u / dx
-            normal_v = -grad_v / dy
-            length = math.sqrt(normal_u * normal_u + normal_v * normal_v + 1.0)
-            nx_, ny_, nz_ = normal_u / length, normal_v / length, 1.0 / length
-            if solid:
-                if t == t0 and (face == 1 or face == 2):
-                    nx_ = -np.sign(du) if face == 1 else 0.0
-                    ny_ = -np.sign(dv) if face == 2 else 0.0
-                    nz_ = 0.0
-            elif nx_ * lux + ny_ * luy + nz_ * luz > 0.0:
-                nx_, ny_, nz_ = -nx_, -ny_, -nz_
-            nx_, ny_, nz_ = normal_to_world(placement, nx_, ny_, nz_)
-            # The result as kernels.rays.write_ray_hits writes it: a hit for 0 <= t <= limit;
-            # at t = 0 a solid's normal is -direction, a surface keeps its own.
-            t = t / stretch
-            found = t <= limit and t < INF
-            if found and t == 0.0 and solid:
-                nx_, ny_, nz_ = -ux, -uy, -uz
-            gate = 1.0 if found else NAN
-            t = t if found else INF
-            hit[row] = found
-            distance[row] = t
-            point[row, 0] = ox + (t * gate) * ux
-            point[row, 1] = oy + (t * gate) * uy
-            point[row, 2] = oz + (t * gate) * uz
-            normal[row, 0] = nx_ * gate
-            normal[row, 1] = ny_ * gate
-            normal[row, 2] = nz_ * gate
-            cell[row, 0] = cell_i if found else -1
-            cell[row, 1] = cell_j if found else -1
-    return bad
+                        if tbx <= tby:
+                            Ib += sx * BLOCK
+                        else:
+                            Jb += sy * BLOCK
+                        tc = te
+                    if cell_i < 0:
+                        t = INF
+                        grad_u = 0.0
+                        grad_v = 0.0
+                    elif terrain == 1:  # the mirror's gradients, back to the terrain's
+                        grad_u = -grad_u
+                        grad_v = -grad_v
+                if any_hit:  # blocked: a hit within the trimmed segment (a point: inside a solid)
+                    hit[row] = segment_blocked(t / stretch, limit, segment_length, solid)
+                    continue
+                # -- Heightfield._normal; a solid's side walls, a surface's side facing the ray --
+                normal_u = -grad_u / dx
+                normal_v = -grad_v / dy
+                length = math.sqrt(normal_u * normal_u + normal_v * normal_v + 1.0)
+                nx_, ny_, nz_ = normal_u / length, normal_v / length, 1.0 / length
+                if solid:
+                    if t == t0 and (face == 1 or face == 2):
+                        nx_ = -np.sign(du) if face == 1 else 0.0
+                        ny_ = -np.sign(dv) if face == 2 else 0.0
+                        nz_ = 0.0
+                elif nx_ * lux + ny_ * luy + nz_ * luz > 0.0:
+                    nx_, ny_, nz_ = -nx_, -ny_, -nz_
+                nx_, ny_, nz_ = normal_to_world(placement, nx_, ny_, nz_)
+                # The result as kernels.rays.write_ray_hits writes it: a hit for 0 <= t <= limit;
+                # at t = 0 a solid's normal is -direction, a surface keeps its own.
+                t = t / stretch
+                found = t <= limit and t < INF
+                if found and t == 0.0 and solid:
+                    nx_, ny_, nz_ = -ux, -uy, -uz
+                gate = 1.0 if found else NAN
+                t = t if found else INF
+                hit[row] = found
+                distance[row] = t
+                point[row, 0] = ox + (t * gate) * ux
+                point[row, 1] = oy + (t * gate) * uy
+                point[row, 2] = oz + (t * gate) * uz
+                normal[row, 0] = nx_ * gate
+                normal[row, 1] = ny_ * gate
+                normal[row, 2] = nz_ * gate
+                cell[row, 0] = cell_i if found else -1
+                cell[row, 1] = cell_j if found else -1
+        return bad
+
+    return trace
+
+
+# Every model's walk (compiled on its first call): (bilinear, solid, any_hit) -> kernel.
+_TRACES = {
+    (bilinear, solid, any_hit): _make_trace(bilinear, solid, any_hit)
+    for bilinear in (False, True)
+    for solid in (False, True)
+    for any_hit in (False, True)
+}
 
 
 # -- the field in the kernel's form --------------------------------------------------------
@@ -783,32 +822,50 @@ def _read_only(array, dtype=np.float64):
     return view
 
 
+def _trace(arguments, any_hit):
+    """The compiled walk for the terrain of ``arguments`` (its model: BILINEAR, solid) and
+    the query (``any_hit``: occluded)."""
+    return _TRACES[(arguments[10], arguments[11], any_hit)]
+
+
 def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
-    """Rays start ... stop - 1 (see core/backend.py): traced in their order by _trace,
-    or on a large terrain by _raycast_ordered. Plain Python choosing between two kernels,
-    so that the first query on a small terrain compiles only _trace."""
+    """Rays start ... stop - 1 (see core/backend.py): traced by the terrain's walk in their
+    order, or on a large terrain in the order of the block they start over (_ordered_rays,
+    then the walk on the gathered rays, then _scatter_hits). Plain Python choosing between
+    kernels, so that the first query on a small terrain compiles only its walk."""
+    trace = _trace(arguments, False)
     nx, ny = arguments[4], arguments[5]
     if stop - start < SORT_MIN_RAYS or nx * ny < SORT_MIN_CELLS:
-        return _trace(
-            arguments, placement, origins, directions, max_distance, out, start, stop, False
-        )
-    return _raycast_ordered(
-        arguments, placement, origins, directions, max_distance, out, start, stop
+        return trace(arguments, placement, origins, directions, max_distance, out, start, stop)
+    order, ordered_origins, ordered_directions, limits = _ordered_rays(
+        arguments, placement, origins, directions, max_distance, start, stop
     )
+    count = stop - start
+    results = (
+        np.empty(count, dtype=np.bool_),
+        np.empty(count),
+        np.empty((count, 3)),
+        np.empty((count, 3)),
+        np.empty((count, 2), dtype=np.int64),
+    )
+    bad = trace(
+        arguments, placement, ordered_origins, ordered_directions, limits, results, 0, count
+    )
+    _scatter_hits(order, results, out)
+    return bad
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _raycast_ordered(arguments, placement, origins, directions, max_distance, out, start, stop):
+def _ordered_rays(arguments, placement, origins, directions, max_distance, start, stop):
     """Rays start ... stop - 1 in the order of the block they start over (_coherent_order),
     so that rays traced one after another read the same heights and nodes from the cache
-    instead of one random spot of the terrain each. The rays are gathered into that order
-    and the results scattered back in short loops of their own (whose memory accesses
-    overlap; inside the long walk they would wait one by one). The gathered arrays have
-    the types the drivers pass (core/backend.py), so _trace compiles once for both."""
+    instead of one random spot of the terrain each: the order, and the rays and limits
+    gathered into it (in short loops of their own, whose memory accesses overlap; inside
+    the long walk they would wait one by one). The gathered arrays have the types the
+    drivers pass (core/backend.py), so the walk compiles once for both orders."""
     count = stop - start
     per_ray = max_distance.shape[0] == origins.shape[0]
     order = _coherent_order(arguments, placement, origins, start, stop)
-    hit, distance, point, normal, cell = out
     ordered_origins = np.empty((count, 3))
     ordered_directions = np.empty((count, 3))
     limits = np.empty(count if per_ray else 1)
@@ -821,29 +878,14 @@ def _raycast_ordered(arguments, placement, origins, directions, max_distance, ou
             ordered_directions[k, axis] = directions[row, axis]
         if per_ray:
             limits[k] = max_distance[row]
-    results = (
-        np.empty(count, dtype=np.bool_),
-        np.empty(count),
-        np.empty((count, 3)),
-        np.empty((count, 3)),
-        np.empty((count, 2), dtype=np.int64),
-    )
-    # 0 and False, not the literals (a literal is a type of its own: _trace would compile
-    # again for it, rather than be the one raycast and occluded call from Python)
-    first = start - start
-    any_hit = start > stop
-    bad = _trace(
-        arguments,
-        placement,
-        ordered_origins,
-        ordered_directions,
-        limits,
-        results,
-        first,
-        count,
-        any_hit,
-    )
-    for k in range(count):
+    return order, ordered_origins, ordered_directions, limits
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _scatter_hits(order, results, out):
+    """The walk's results of the rays in ``order`` back to their own rows of ``out``."""
+    hit, distance, point, normal, cell = out
+    for k in range(order.shape[0]):
         row = order[k]
         hit[row] = results[0][k]
         distance[row] = results[1][k]
@@ -852,18 +894,15 @@ def _raycast_ordered(arguments, placement, origins, directions, max_distance, ou
             normal[row, axis] = results[3][k, axis]
         cell[row, 0] = results[4][k, 0]
         cell[row, 1] = results[4][k, 1]
-    return bad
 
 
 def occluded(arguments, placement, starts, ends, trim, out, start, stop):
     """Segments start ... stop - 1 (see core/backend.py and core/occlusion.py): out[0][row]
     True where the terrain meets the segment, trimmed by ``trim[0]`` of its length at both
-    ends. The walk stops at the first cell that meets it (any-hit); nothing is stored but
-    the flag (the other outputs of _trace are placeholders of the types raycast passes, so
-    both queries share one compiled _trace)."""
-    (blocked,) = out
-    unused = (blocked, np.empty(1), np.empty((1, 3)), np.empty((1, 3)), np.empty((1, 2), np.int64))
-    return _trace(arguments, placement, starts, ends, trim, unused, start, stop, True)
+    ends: the terrain's any-hit walk, which stops at the first cell that meets it and
+    writes nothing but the flag."""
+    trace = _trace(arguments, True)
+    return trace(arguments, placement, starts, ends, trim, out, start, stop)
 
 
 # Sphere casts: kernels/heightfield_cast.py (imported with this module, so that its kernels

@@ -13,15 +13,15 @@ put them (``write``).
 import numpy as np
 from numba import njit
 
-from .heightfield import _maximum, _minimum, _slab
+from .heightfield import _clamp, _maximum, _minimum, _slab
 from .rays import helper
 
 
 @helper
 def _surface(heights, anti_of, has_anti, nx, ny, U, V):
     """surfaces.surface_at for TRIANGLES at one point: height, gradient and cell."""
-    i = int(min(max(np.floor(U), 0.0), nx - 2.0))
-    j = int(min(max(np.floor(V), 0.0), ny - 2.0))
+    i = np.int64(_clamp(np.floor(U), 0.0, nx - 2.0))
+    j = np.int64(_clamp(np.floor(V), 0.0, ny - 2.0))
     u = U - i
     v = V - j
     k = j * nx + i
@@ -63,10 +63,11 @@ def records(terrain, rays, limit, out, write):
     U0s, V0s, ozs, dus, dvs, dzs, wxs, wys, wzs = rays
     out_ray, out_t, out_nx, out_ny, out_nz = out
     n = U0s.shape[0]
-    counts = np.zeros(n, dtype=np.int64)
+    counts = np.empty(n, dtype=np.int64)
     at = 0
     families = 4 if has_anti else 3
     for r in range(n):
+        counts[r] = 0
         U0, V0, oz, du, dv, dz = U0s[r], V0s[r], ozs[r], dus[r], dvs[r], dzs[r]
         ex, lx = _slab(U0, du, 0.0, nx - 1.0, slack_x)
         ey, ly = _slab(V0, dv, 0.0, ny - 1.0, slack_y)
@@ -80,14 +81,15 @@ def records(terrain, rays, limit, out, write):
         inner = lo <= hi
         # -- the breakpoints, sorted, exact duplicates dropped -------------------------
         total = 1 + (1 if last < np.inf else 0) + (2 if inner else 0)
-        lows = np.zeros(4)
-        numbers = np.zeros(4, dtype=np.int64)
+        lows = np.empty(4)
+        numbers = np.empty(4, dtype=np.int64)
         for f in range(families):
             f0, df = _family(f, U0, V0, du, dv)
             fa, fb = f0 + lo * df, f0 + hi * df
             lows[f] = np.floor(_minimum(fa, fb)) + 1.0
+            numbers[f] = 0
             if inner and df != 0:
-                numbers[f] = int(_maximum(np.ceil(_maximum(fa, fb)) - lows[f], 0.0))
+                numbers[f] = np.int64(_maximum(np.ceil(_maximum(fa, fb)) - lows[f], 0.0))
             total += numbers[f]
         t = np.empty(total)
         m = 0
@@ -100,13 +102,45 @@ def records(terrain, rays, limit, out, write):
             t[m] = lo
             t[m + 1] = hi
             m += 2
+        # The points above in order (a stable insertion sort: equal values keep the order
+        # they were listed in, as the reference's stable lexsort keeps them)...
+        for q in range(1, m):
+            value = t[q]
+            p = q
+            while p > 0 and value < t[p - 1]:
+                t[p] = t[p - 1]
+                p -= 1
+            t[p] = value
+        # ... merged with each family's crossings, which come in order along the ray
+        # (offset up where df > 0, down where df < 0; the rounding of (k - f0) / df, then
+        # the clip to [lo, hi], keeps the order): the smallest head first, on a tie the
+        # earlier list (the points above, then family 0, 1, ...), as a stable sort of
+        # all of them listed in that order (np.sort, which compiled ~1 s on first use).
+        merged = np.empty(total)
+        taken = np.empty(4, dtype=np.int64)
         for f in range(families):
-            f0, df = _family(f, U0, V0, du, dv)
-            for offset in range(numbers[f]):
-                value = (lows[f] + offset - f0) / df
-                t[m] = _minimum(_maximum(value, lo), hi)
-                m += 1
-        t = np.sort(t)
+            taken[f] = 0
+        listed = 0
+        for q in range(total):
+            best = -1
+            best_value = 0.0
+            if listed < m:
+                best_value = t[listed]
+            for f in range(families):
+                if taken[f] < numbers[f]:
+                    f0, df = _family(f, U0, V0, du, dv)
+                    offset = taken[f] if df > 0 else numbers[f] - 1 - taken[f]
+                    value = (lows[f] + offset - f0) / df
+                    value = _minimum(_maximum(value, lo), hi)
+                    if (best < 0 and listed >= m) or value < best_value:
+                        best = f
+                        best_value = value
+            merged[q] = best_value
+            if best < 0:
+                listed += 1
+            else:
+                taken[best] += 1
+        t = merged
         kept = 1
         for q in range(1, total):
             if t[q] != t[kept - 1]:
@@ -154,7 +188,7 @@ def records(terrain, rays, limit, out, write):
                 touch = touch or (g[q] == 0.0 and q == 0)
             if touch:
                 end = q - 1 if q > 0 else q
-                far = q if q > 0 else min(q + 1, kept - 1)
+                far = q if q > 0 else (kept - 1 if kept - 1 < q + 1 else q + 1)  # min()
                 normal = _piece_normal(terrain, U0, V0, du, dv, 0.5 * (t[end] + t[far]))
                 found += _emit(out, write, at + found, r, t[q], normal)
         if solid and g[kept - 1] <= 0.0 and t[kept - 1] == leave:  # out through a side

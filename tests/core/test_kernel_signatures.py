@@ -5,6 +5,7 @@ where a float was, or a literal, is a type of its own: each costs a whole compil
 for the terrain walk). The drivers hand the kernels one form of everything; this checks it
 for every query on every shape, with inputs in every form a caller may use."""
 
+import ast
 import inspect
 import os
 import subprocess
@@ -117,11 +118,14 @@ def compiled_kernels():
     """Every cached kernel (an entry point called from Python) of the loaded kernel modules."""
     backend_module = sys.modules["core.backend"]  # core.backend is also the function
     for module in backend_module._modules.values():
-        for name, function in vars(module).items():
-            if isinstance(function, numba.core.registry.CPUDispatcher) and isinstance(
-                function._cache, FunctionCache
-            ):
-                yield f"{module.__name__}.{name}", function
+        for name, value in vars(module).items():
+            # a kernel per model (kernels/heightfield.py's _TRACES) is kept in a dict
+            functions = value.items() if isinstance(value, dict) else [(None, value)]
+            for key, function in functions:
+                if isinstance(function, numba.core.registry.CPUDispatcher) and isinstance(
+                    function._cache, FunctionCache
+                ):
+                    yield f"{module.__name__}.{name}{'' if key is None else key}", function
 
 
 def differences(types):
@@ -181,11 +185,12 @@ def test_placement_helper_gives_one_type_for_every_placed_shape():
         ]
 
 
-def test_the_ordered_terrain_kernel_calls_the_one_compiled_walk(tmp_path):
-    """On a large terrain raycast runs _raycast_ordered, which calls the walk (_trace) that
-    raycast and occluded call from Python: with the arguments' own types, no literal, so
-    the walk compiles once. Checked in a new process with an empty cache (a cached
-    _raycast_ordered holds its own copy of the walk and would compile nothing)."""
+def test_the_ordered_terrain_walk_is_the_one_compiled_walk(tmp_path):
+    """On a large terrain raycast gathers the rays in block order (_ordered_rays), runs the
+    terrain's walk on them and scatters the results back (_scatter_hits): the walk is the
+    one raycast runs on a few rays (the gathered arrays have the drivers' types, so it
+    compiles once), and occluded runs the any-hit walk of the same model. Checked in a new
+    process with an empty cache, and that no other model's walk was compiled."""
     code = f"""
 import sys
 import numpy as np
@@ -204,12 +209,19 @@ with use("numba"):
     hits = raycast(field, origins, directions)
     occluded(field, origins, origins + 10 * directions)
     raycast(field, origins[:10], directions[:10])
-    print(hits.hit.sum(), len(module._raycast_ordered.signatures), len(module._trace.signatures))
+    compiled = {{key: len(walk.signatures) for key, walk in module._TRACES.items()}}
+    print(hits.hit.sum(), len(module._ordered_rays.signatures), compiled)
 """
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=root)
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
-    hits, ordered, walks = map(int, run.stdout.split())
-    assert hits > 0 and ordered == 1
-    assert walks == 1
+    hits, ordered, compiled = run.stdout.split(maxsplit=2)
+    assert int(hits) > 0 and int(ordered) == 1
+    walks = ast.literal_eval(compiled)  # (bilinear, solid, any_hit) -> signatures compiled
+    assert walks == {
+        (bilinear, solid, any_hit): 1 if (not bilinear and solid) else 0
+        for bilinear in (False, True)
+        for solid in (False, True)
+        for any_hit in (False, True)
+    }
