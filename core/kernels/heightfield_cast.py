@@ -483,270 +483,286 @@ def prefetch_cast(
             ray_kernels._prefetch(cell_min, j * (nx - 1) + i)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
-    """The casts from ``start`` on, one per entry of ``ray_rows``: results into ``out``;
-    a moving cast of radius 0 that does not start on the terrain is left to the ray kernel:
-    ray_rows[row - start] True, its start, unit direction and length in the terrain's frame
-    in out[3], out[4] and out[1].
-    Returns the number of rows with non-finite input."""
-    x0, y0, dx, dy, nx, ny = arguments[1:7]
-    flat, anti_of, has_anti, solid, zmin, zmax = arguments[7:13]
-    nbx, block_max, cell_max, block_min, cell_min, scale = arguments[13:19]
-    _, distance, _, point, normal = out  # radius-0 casts are staged here for the ray kernel
-    step = 1 if radius.shape[0] > 1 else 0
-    last_i, last_j = nx - 2, ny - 2
-    grid = (x0, y0, dx, dy, last_i, last_j)
-    x1 = x0 + (nx - 1) * dx
-    y1 = y0 + (ny - 1) * dy
-    # A stretch's live cells (rows 0-2: enter, i, j) and the cast's cells tested so far
-    # (row 3: their index; one array: each np.empty signature costs compile time).
-    cells = np.empty((4, FIRST_CELLS))
-    bad = 0
-    prefetching = nx * ny >= ray_kernels.PREFETCH_MIN_CELLS
-    stop = start + ray_rows.shape[0]
-    for row in range(start, stop):
-        if prefetching and row + AHEAD < stop:
-            ahead = row + AHEAD
-            prefetch_cast(
-                starts, ends, ahead, placement, x0, y0, dx, dy, nx, ny, zmin, zmax,
-                flat, cell_max, cell_min,
-            )  # fmt: skip
-        ray_rows[row - start] = False
-        wsx, wsy, wsz = starts[row, 0], starts[row, 1], starts[row, 2]
-        ex, ey, ez = ends[row, 0], ends[row, 1], ends[row, 2]
-        if not (finite(wsx, wsy, wsz) and finite(ex, ey, ez)):
-            bad += 1  # (the driver names the row; no walk over NaN cell ranges)
-            continue
-        wux, wuy, wuz, length = cast_direction(wsx, wsy, wsz, ex, ey, ez)
-        sx, sy, sz, ux, uy, uz, R = cast_to_local(
-            placement, wsx, wsy, wsz, wux, wuy, wuz, radius[row * step]
-        )
-        local_length = length if placement is None else length / placement[3]
-        t = INF
-        px = py = pz = nx_ = ny_ = nz_ = NAN
+def _make_cast_rows(solid):
+    """The cast walk compiled for one model, solid or surface (``solid`` is a constant of the
+    closure: numba drops the other model's branches before it types the function, as the
+    ray kernel's _make_trace does)."""
 
-        # 1. A start in overlap: within R of the terrain, or inside the solid.
-        reach = R
-        inside = False
-        if solid:
-            in_footprint = sx >= x0 and sx <= x1 and sy >= y0 and sy <= y1
-            height = surface_at(flat, anti_of, has_anti, nx, ny, (sx - x0) / dx, (sy - y0) / dy)[0]
-            inside = in_footprint and sz <= height
-            if inside:
-                # The nearest boundary point is no farther than the surface above, nor
-                # than each wall's top edge beside the start.
-                bound = height - sz
-                for side in range(4):
-                    qx = x0 if side == 0 else (x1 if side == 1 else sx)
-                    qy = sy if side <= 1 else (y0 if side == 2 else y1)
-                    if side == 0:
-                        gap = sx - x0
-                    elif side == 1:
-                        gap = x1 - sx
-                    elif side == 2:
-                        gap = sy - y0
-                    else:
-                        gap = y1 - sy
-                    side_height = surface_at(
-                        flat, anti_of, has_anti, nx, ny, (qx - x0) / dx, (qy - y0) / dy
-                    )[0]
-                    rise = maximum(sz - side_height, 0.0)
-                    bound = minimum(bound, np.sqrt(gap * gap + rise * rise))
-                reach = bound
-        near = sx >= x0 - reach and sx <= x1 + reach and sy >= y0 - reach and sy <= y1 + reach
-        near = near and sz <= zmax + reach and (solid or sz >= zmin - reach)
-        nearest = INF
-        own_x = own_y = own_z = NAN
-        if near or inside:
-            i_low, i_high = cell_range(sx - reach, sx + reach, x0, dx, nx - 1)
-            j_low, j_high = cell_range(sy - reach, sy + reach, y0, dy, ny - 1)
-            # Blocks, then their cells, whose box of pieces is within reach (cast._box_gap),
-            # in the reference's order; among equally near cells the last one's point, as
-            # the reference's scatter keeps it.
-            for bj in range(j_low // BLOCK, j_high // BLOCK + 1):
-                first_j = bj * BLOCK
-                end_j = minimum(first_j + BLOCK, ny - 1)
-                for bi in range(i_low // BLOCK, i_high // BLOCK + 1):
-                    first_i = bi * BLOCK
-                    end_i = minimum(first_i + BLOCK, nx - 1)
-                    block = bj * nbx + bi
-                    gap = box_gap(
-                        x0 + first_i * dx, x0 + end_i * dx, y0 + first_j * dy, y0 + end_j * dy,
-                        block_min[block], block_max[block], sx, sy, sz,
-                    )  # fmt: skip
-                    if not gap <= reach:
-                        continue
-                    for j in range(maximum(first_j, j_low), minimum(end_j - 1, j_high) + 1):
-                        for i in range(maximum(first_i, i_low), minimum(end_i - 1, i_high) + 1):
-                            index = j * (nx - 1) + i
-                            gap = box_gap(
-                                x0 + i * dx, x0 + (i + 1) * dx, y0 + j * dy, y0 + (j + 1) * dy,
-                                cell_min[index], cell_max[index], sx, sy, sz,
-                            )  # fmt: skip
-                            if not gap <= reach:
-                                continue
-                            k = j * nx + i
-                            found = cell_nearest(
-                                i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
-                                has_anti and anti_of[index] > 0.0, grid, solid, sx, sy, sz,
-                            )  # fmt: skip
-                            if found[0] < nearest or (found[0] == nearest and found[0] < INF):
-                                nearest, px, py, pz, own_x, own_y, own_z = found
-        if inside or nearest <= R:
-            t = 0.0
-            gx, gy, gz = sx - px, sy - py, sz - pz
-            inverse = 1.0 / (nearest if nearest > 0.0 else 1.0)
-            tx, ty, tz = gx * inverse, gy * inverse, gz * inverse
-            if not inside:
-                nx_, ny_, nz_ = tx, ty, tz
-            else:  # the piece's outward normal, or from the start toward the point
-                nx_ = -tx if own_x != own_x else own_x
-                ny_ = -ty if own_y != own_y else own_y
-                nz_ = -tz if own_z != own_z else own_z
-            if nearest == 0.0:  # on the terrain: the surface's (or the wall's) normal
-                _, grad_u, grad_v = surface_at(
-                    flat, anti_of, has_anti, nx, ny, (sx - x0) / dx, (sy - y0) / dy
-                )
-                up_x, up_y = -grad_u / dx, -grad_v / dy
-                up_length = np.sqrt(up_x * up_x + up_y * up_y + 1.0)
-                up_x, up_y, up_z = up_x / up_length, up_y / up_length, 1.0 / up_length
-                if solid:
-                    here = surface_at(
-                        flat, anti_of, has_anti, nx, ny, (sx - x0) / dx, (sy - y0) / dy
-                    )[0]
-                    if sz < here and own_x == own_x:
-                        up_x, up_y, up_z = own_x, own_y, own_z
-                elif up_x * ux + up_y * uy + up_z * uz > 0.0:
-                    up_x, up_y, up_z = -up_x, -up_y, -up_z
-                nx_, ny_, nz_ = up_x, up_y, up_z
-        elif ux != 0.0 or uy != 0.0 or uz != 0.0:
-            if R == 0.0:
-                # 2. The ray clipped to the segment: the ray kernel's, in the terrain's
-                # frame as the reference casts it (start, direction and length there).
-                ray_rows[row - start] = True
-                distance[row] = local_length
-                point[row, 0], point[row, 1], point[row, 2] = sx, sy, sz
-                normal[row, 0], normal[row, 1], normal[row, 2] = ux, uy, uz
-                continue
-            # 3. The path clipped to the footprint box grown by R, walked in stretches.
-            inverse = (1.0 / ux, 1.0 / uy, 1.0 / uz)
-            lx, hx_ = slab(sx, ux, inverse[0], x0 - R, x1 + R)
-            ly, hy_ = slab(sy, uy, inverse[1], y0 - R, y1 + R)
-            lz, hz_ = slab(sz, uz, inverse[2], -INF if solid else zmin - R, zmax + R)
-            t0 = maximum(maximum(lx, ly), maximum(lz, 0.0))
-            t1 = minimum(minimum(hx_, hy_), minimum(hz_, local_length))
-            best = INF
-            best_cell = -1
-            recorded = 0
-            if t0 <= t1:
-                early = EARLY * (R + scale)
-                chebyshev = maximum(abs(ux) / dx, abs(uy) / dy)
-                stride = STRETCH / chebyshev
-                ta = t0
-                while True:
-                    tb = minimum(ta + stride, t1)
-                    # Cells within R of the stretch: its xy box grown by R.
-                    ax, bx = sx + ta * ux, sx + tb * ux
-                    ay, by = sy + ta * uy, sy + tb * uy
-                    i_low, i_high = cell_range(
-                        minimum(ax, bx) - R, maximum(ax, bx) + R, x0, dx, nx - 1
-                    )
-                    j_low, j_high = cell_range(
-                        minimum(ay, by) - R, maximum(ay, by) + R, y0, dy, ny - 1
-                    )
-                    live = 0
-                    for bj in range(j_low // BLOCK, j_high // BLOCK + 1):
-                        first_j = bj * BLOCK
-                        end_j = minimum(first_j + BLOCK, ny - 1)
-                        for bi in range(i_low // BLOCK, i_high // BLOCK + 1):
-                            first_i = bi * BLOCK
-                            end_i = minimum(first_i + BLOCK, nx - 1)
-                            block = bj * nbx + bi
-                            enter, leave = box_entry(
-                                x0 + first_i * dx, x0 + end_i * dx,
-                                y0 + first_j * dy, y0 + end_j * dy,
-                                block_min[block], block_max[block], ta, tb,
-                                sx, sy, sz, ux, uy, uz, inverse, R, best,
-                            )  # fmt: skip
-                            if not (enter <= leave and enter <= best):
-                                continue
-                            for j in range(maximum(first_j, j_low), minimum(end_j - 1, j_high) + 1):
-                                for i in range(
-                                    maximum(first_i, i_low), minimum(end_i - 1, i_high) + 1
-                                ):
-                                    index = j * (nx - 1) + i
-                                    enter, leave = box_entry(
-                                        x0 + i * dx, x0 + (i + 1) * dx,
-                                        y0 + j * dy, y0 + (j + 1) * dy,
-                                        cell_min[index], cell_max[index], ta, tb,
-                                        sx, sy, sz, ux, uy, uz, inverse, R, best,
-                                    )  # fmt: skip
-                                    if not (enter <= leave and enter <= best):
-                                        continue
-                                    # Tested in an earlier stretch: its least entry (over
-                                    # the whole path) is in best already.
-                                    seen = False
-                                    for slot in range(recorded):
-                                        seen = seen or cells[3, slot] == index
-                                    if seen:
-                                        continue
-                                    if live == cells.shape[1]:
-                                        grown = np.empty((4, 2 * live))
-                                        for slot in range(live):  # (no slice assignment:
-                                            grown[0, slot] = cells[0, slot]  # its shape
-                                            grown[1, slot] = cells[1, slot]  # check compiles
-                                            grown[2, slot] = cells[2, slot]  # string code)
-                                            grown[3, slot] = cells[3, slot]  # (recorded <= live)
-                                        cells = grown
-                                    # In the order of enter (stable: ties keep their order).
-                                    slot = live
-                                    while slot > 0 and cells[0, slot - 1] > enter:
-                                        cells[0, slot] = cells[0, slot - 1]
-                                        cells[1, slot] = cells[1, slot - 1]
-                                        cells[2, slot] = cells[2, slot - 1]
-                                        slot -= 1
-                                    cells[0, slot], cells[1, slot], cells[2, slot] = enter, i, j
-                                    # Its heights, read once the stretch's cells are boxed.
-                                    ray_kernels._prefetch(flat, j * nx + i)
-                                    ray_kernels._prefetch(flat, (j + 1) * nx + i)
-                                    live += 1
-                    for slot in range(live):
-                        if cells[0, slot] > best:
-                            break
-                        i, j = np.int64(cells[1, slot]), np.int64(cells[2, slot])
-                        index = j * (nx - 1) + i
-                        k = j * nx + i
-                        entry = cell_entry(
-                            i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
-                            has_anti and anti_of[index] > 0.0, grid, solid,
-                            sx, sy, sz, ux, uy, uz, R, early,
-                        )  # fmt: skip
-                        if entry < best:
-                            best, best_cell = entry, index
-                        if recorded < FIRST_CELLS:  # (past that, a cell may be tested again)
-                            cells[3, recorded] = index
-                            recorded += 1
-                    if not (best > tb and tb < t1):
-                        break
-                    ta = tb
-            if best <= local_length:
-                # Contact: the nearest point of the winning cell's pieces to the centre.
-                t = best
-                cx, cy, cz = sx + t * ux, sy + t * uy, sz + t * uz
-                i, j = best_cell % (nx - 1), best_cell // (nx - 1)
-                k = j * nx + i
-                found = cell_nearest(
-                    i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
-                    has_anti and anti_of[best_cell] > 0.0, grid, solid, cx, cy, cz,
+    @njit(cache=True, nogil=True, error_model="numpy")
+    def cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows):
+        """The casts from ``start`` on, one per entry of ``ray_rows``: results into ``out``;
+        a moving cast of radius 0 that does not start on the terrain is left to the ray kernel:
+        ray_rows[row - start] True, its start, unit direction and length in the terrain's frame
+        in out[3], out[4] and out[1].
+        Returns the number of rows with non-finite input."""
+        x0, y0, dx, dy, nx, ny = arguments[1:7]
+        flat, anti_of, has_anti, _, zmin, zmax = arguments[7:13]
+        nbx, block_max, cell_max, block_min, cell_min, scale = arguments[13:19]
+        _, distance, _, point, normal = out  # radius-0 casts are staged here for the ray kernel
+        step = 1 if radius.shape[0] > 1 else 0
+        last_i, last_j = nx - 2, ny - 2
+        grid = (x0, y0, dx, dy, last_i, last_j)
+        x1 = x0 + (nx - 1) * dx
+        y1 = y0 + (ny - 1) * dy
+        # A stretch's live cells (rows 0-2: enter, i, j) and the cast's cells tested so far
+        # (row 3: their index; one array: each np.empty signature costs compile time).
+        cells = np.empty((4, FIRST_CELLS))
+        bad = 0
+        prefetching = nx * ny >= ray_kernels.PREFETCH_MIN_CELLS
+        stop = start + ray_rows.shape[0]
+        for row in range(start, stop):
+            if prefetching and row + AHEAD < stop:
+                ahead = row + AHEAD
+                prefetch_cast(
+                    starts, ends, ahead, placement, x0, y0, dx, dy, nx, ny, zmin, zmax,
+                    flat, cell_max, cell_min,
                 )  # fmt: skip
-                px, py, pz = found[1], found[2], found[3]
-                gx, gy, gz = cx - px, cy - py, cz - pz
-                size = np.sqrt(gx * gx + gy * gy + gz * gz)
-                nx_, ny_, nz_ = gx / size, gy / size, gz / size
-        t, px, py, pz, nx_, ny_, nz_ = cast_to_world(placement, t, px, py, pz, nx_, ny_, nz_)
-        write_cast(out, row, t, length, wsx, wsy, wsz, wux, wuy, wuz, px, py, pz, nx_, ny_, nz_)
-    return bad
+            ray_rows[row - start] = False
+            wsx, wsy, wsz = starts[row, 0], starts[row, 1], starts[row, 2]
+            ex, ey, ez = ends[row, 0], ends[row, 1], ends[row, 2]
+            if not (finite(wsx, wsy, wsz) and finite(ex, ey, ez)):
+                bad += 1  # (the driver names the row; no walk over NaN cell ranges)
+                continue
+            wux, wuy, wuz, length = cast_direction(wsx, wsy, wsz, ex, ey, ez)
+            sx, sy, sz, ux, uy, uz, R = cast_to_local(
+                placement, wsx, wsy, wsz, wux, wuy, wuz, radius[row * step]
+            )
+            local_length = length if placement is None else length / placement[3]
+            t = INF
+            px = py = pz = nx_ = ny_ = nz_ = NAN
+
+            # 1. A start in overlap: within R of the terrain, or inside the solid.
+            reach = R
+            inside = False
+            if solid:
+                in_footprint = sx >= x0 and sx <= x1 and sy >= y0 and sy <= y1
+                height = surface_at(
+                    flat, anti_of, has_anti, nx, ny, (sx - x0) / dx, (sy - y0) / dy
+                )[0]
+                inside = in_footprint and sz <= height
+                if inside:
+                    # The nearest boundary point is no farther than the surface above, nor
+                    # than each wall's top edge beside the start.
+                    bound = height - sz
+                    for side in range(4):
+                        qx = x0 if side == 0 else (x1 if side == 1 else sx)
+                        qy = sy if side <= 1 else (y0 if side == 2 else y1)
+                        if side == 0:
+                            gap = sx - x0
+                        elif side == 1:
+                            gap = x1 - sx
+                        elif side == 2:
+                            gap = sy - y0
+                        else:
+                            gap = y1 - sy
+                        side_height = surface_at(
+                            flat, anti_of, has_anti, nx, ny, (qx - x0) / dx, (qy - y0) / dy
+                        )[0]
+                        rise = maximum(sz - side_height, 0.0)
+                        bound = minimum(bound, np.sqrt(gap * gap + rise * rise))
+                    reach = bound
+            near = sx >= x0 - reach and sx <= x1 + reach and sy >= y0 - reach and sy <= y1 + reach
+            near = near and sz <= zmax + reach and (solid or sz >= zmin - reach)
+            nearest = INF
+            own_x = own_y = own_z = NAN
+            if near or inside:
+                i_low, i_high = cell_range(sx - reach, sx + reach, x0, dx, nx - 1)
+                j_low, j_high = cell_range(sy - reach, sy + reach, y0, dy, ny - 1)
+                # Blocks, then their cells, whose box of pieces is within reach (cast._box_gap),
+                # in the reference's order; among equally near cells the last one's point, as
+                # the reference's scatter keeps it.
+                for bj in range(j_low // BLOCK, j_high // BLOCK + 1):
+                    first_j = bj * BLOCK
+                    end_j = minimum(first_j + BLOCK, ny - 1)
+                    for bi in range(i_low // BLOCK, i_high // BLOCK + 1):
+                        first_i = bi * BLOCK
+                        end_i = minimum(first_i + BLOCK, nx - 1)
+                        block = bj * nbx + bi
+                        gap = box_gap(
+                            x0 + first_i * dx, x0 + end_i * dx, y0 + first_j * dy, y0 + end_j * dy,
+                            block_min[block], block_max[block], sx, sy, sz,
+                        )  # fmt: skip
+                        if not gap <= reach:
+                            continue
+                        for j in range(maximum(first_j, j_low), minimum(end_j - 1, j_high) + 1):
+                            for i in range(maximum(first_i, i_low), minimum(end_i - 1, i_high) + 1):
+                                index = j * (nx - 1) + i
+                                gap = box_gap(
+                                    x0 + i * dx, x0 + (i + 1) * dx, y0 + j * dy, y0 + (j + 1) * dy,
+                                    cell_min[index], cell_max[index], sx, sy, sz,
+                                )  # fmt: skip
+                                if not gap <= reach:
+                                    continue
+                                k = j * nx + i
+                                found = cell_nearest(
+                                    i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
+                                    has_anti and anti_of[index] > 0.0, grid, solid, sx, sy, sz,
+                                )  # fmt: skip
+                                if found[0] < nearest or (found[0] == nearest and found[0] < INF):
+                                    nearest, px, py, pz, own_x, own_y, own_z = found
+            if inside or nearest <= R:
+                t = 0.0
+                gx, gy, gz = sx - px, sy - py, sz - pz
+                inverse = 1.0 / (nearest if nearest > 0.0 else 1.0)
+                tx, ty, tz = gx * inverse, gy * inverse, gz * inverse
+                if not inside:
+                    nx_, ny_, nz_ = tx, ty, tz
+                else:  # the piece's outward normal, or from the start toward the point
+                    nx_ = -tx if own_x != own_x else own_x
+                    ny_ = -ty if own_y != own_y else own_y
+                    nz_ = -tz if own_z != own_z else own_z
+                if nearest == 0.0:  # on the terrain: the surface's (or the wall's) normal
+                    _, grad_u, grad_v = surface_at(
+                        flat, anti_of, has_anti, nx, ny, (sx - x0) / dx, (sy - y0) / dy
+                    )
+                    up_x, up_y = -grad_u / dx, -grad_v / dy
+                    up_length = np.sqrt(up_x * up_x + up_y * up_y + 1.0)
+                    up_x, up_y, up_z = up_x / up_length, up_y / up_length, 1.0 / up_length
+                    if solid:
+                        here = surface_at(
+                            flat, anti_of, has_anti, nx, ny, (sx - x0) / dx, (sy - y0) / dy
+                        )[0]
+                        if sz < here and own_x == own_x:
+                            up_x, up_y, up_z = own_x, own_y, own_z
+                    elif up_x * ux + up_y * uy + up_z * uz > 0.0:
+                        up_x, up_y, up_z = -up_x, -up_y, -up_z
+                    nx_, ny_, nz_ = up_x, up_y, up_z
+            elif ux != 0.0 or uy != 0.0 or uz != 0.0:
+                if R == 0.0:
+                    # 2. The ray clipped to the segment: the ray kernel's, in the terrain's
+                    # frame as the reference casts it (start, direction and length there).
+                    ray_rows[row - start] = True
+                    distance[row] = local_length
+                    point[row, 0], point[row, 1], point[row, 2] = sx, sy, sz
+                    normal[row, 0], normal[row, 1], normal[row, 2] = ux, uy, uz
+                    continue
+                # 3. The path clipped to the footprint box grown by R, walked in stretches.
+                inverse = (1.0 / ux, 1.0 / uy, 1.0 / uz)
+                lx, hx_ = slab(sx, ux, inverse[0], x0 - R, x1 + R)
+                ly, hy_ = slab(sy, uy, inverse[1], y0 - R, y1 + R)
+                lz, hz_ = slab(sz, uz, inverse[2], -INF if solid else zmin - R, zmax + R)
+                t0 = maximum(maximum(lx, ly), maximum(lz, 0.0))
+                t1 = minimum(minimum(hx_, hy_), minimum(hz_, local_length))
+                best = INF
+                best_cell = -1
+                recorded = 0
+                if t0 <= t1:
+                    early = EARLY * (R + scale)
+                    chebyshev = maximum(abs(ux) / dx, abs(uy) / dy)
+                    stride = STRETCH / chebyshev
+                    ta = t0
+                    while True:
+                        tb = minimum(ta + stride, t1)
+                        # Cells within R of the stretch: its xy box grown by R.
+                        ax, bx = sx + ta * ux, sx + tb * ux
+                        ay, by = sy + ta * uy, sy + tb * uy
+                        i_low, i_high = cell_range(
+                            minimum(ax, bx) - R, maximum(ax, bx) + R, x0, dx, nx - 1
+                        )
+                        j_low, j_high = cell_range(
+                            minimum(ay, by) - R, maximum(ay, by) + R, y0, dy, ny - 1
+                        )
+                        live = 0
+                        for bj in range(j_low // BLOCK, j_high // BLOCK + 1):
+                            first_j = bj * BLOCK
+                            end_j = minimum(first_j + BLOCK, ny - 1)
+                            for bi in range(i_low // BLOCK, i_high // BLOCK + 1):
+                                first_i = bi * BLOCK
+                                end_i = minimum(first_i + BLOCK, nx - 1)
+                                block = bj * nbx + bi
+                                enter, leave = box_entry(
+                                    x0 + first_i * dx, x0 + end_i * dx,
+                                    y0 + first_j * dy, y0 + end_j * dy,
+                                    block_min[block], block_max[block], ta, tb,
+                                    sx, sy, sz, ux, uy, uz, inverse, R, best,
+                                )  # fmt: skip
+                                if not (enter <= leave and enter <= best):
+                                    continue
+                                for j in range(
+                                    maximum(first_j, j_low), minimum(end_j - 1, j_high) + 1
+                                ):
+                                    for i in range(
+                                        maximum(first_i, i_low), minimum(end_i - 1, i_high) + 1
+                                    ):
+                                        index = j * (nx - 1) + i
+                                        enter, leave = box_entry(
+                                            x0 + i * dx, x0 + (i + 1) * dx,
+                                            y0 + j * dy, y0 + (j + 1) * dy,
+                                            cell_min[index], cell_max[index], ta, tb,
+                                            sx, sy, sz, ux, uy, uz, inverse, R, best,
+                                        )  # fmt: skip
+                                        if not (enter <= leave and enter <= best):
+                                            continue
+                                        # Tested in an earlier stretch: its least entry (over
+                                        # the whole path) is in best already.
+                                        seen = False
+                                        for slot in range(recorded):
+                                            seen = seen or cells[3, slot] == index
+                                        if seen:
+                                            continue
+                                        if live == cells.shape[1]:
+                                            grown = np.empty((4, 2 * live))
+                                            for slot in range(live):  # (no slice assignment:
+                                                grown[0, slot] = cells[0, slot]  # its shape
+                                                grown[1, slot] = cells[1, slot]  # check compiles
+                                                grown[2, slot] = cells[2, slot]  # string code)
+                                                grown[3, slot] = cells[
+                                                    3, slot
+                                                ]  # (recorded <= live)
+                                            cells = grown
+                                        # In the order of enter (stable: ties keep their order).
+                                        slot = live
+                                        while slot > 0 and cells[0, slot - 1] > enter:
+                                            cells[0, slot] = cells[0, slot - 1]
+                                            cells[1, slot] = cells[1, slot - 1]
+                                            cells[2, slot] = cells[2, slot - 1]
+                                            slot -= 1
+                                        cells[0, slot], cells[1, slot], cells[2, slot] = enter, i, j
+                                        # Its heights, read once the stretch's cells are boxed.
+                                        ray_kernels._prefetch(flat, j * nx + i)
+                                        ray_kernels._prefetch(flat, (j + 1) * nx + i)
+                                        live += 1
+                        for slot in range(live):
+                            if cells[0, slot] > best:
+                                break
+                            i, j = np.int64(cells[1, slot]), np.int64(cells[2, slot])
+                            index = j * (nx - 1) + i
+                            k = j * nx + i
+                            entry = cell_entry(
+                                i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
+                                has_anti and anti_of[index] > 0.0, grid, solid,
+                                sx, sy, sz, ux, uy, uz, R, early,
+                            )  # fmt: skip
+                            if entry < best:
+                                best, best_cell = entry, index
+                            if recorded < FIRST_CELLS:  # (past that, a cell may be tested again)
+                                cells[3, recorded] = index
+                                recorded += 1
+                        if not (best > tb and tb < t1):
+                            break
+                        ta = tb
+                if best <= local_length:
+                    # Contact: the nearest point of the winning cell's pieces to the centre.
+                    t = best
+                    cx, cy, cz = sx + t * ux, sy + t * uy, sz + t * uz
+                    i, j = best_cell % (nx - 1), best_cell // (nx - 1)
+                    k = j * nx + i
+                    found = cell_nearest(
+                        i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
+                        has_anti and anti_of[best_cell] > 0.0, grid, solid, cx, cy, cz,
+                    )  # fmt: skip
+                    px, py, pz = found[1], found[2], found[3]
+                    gx, gy, gz = cx - px, cy - py, cz - pz
+                    size = np.sqrt(gx * gx + gy * gy + gz * gz)
+                    nx_, ny_, nz_ = gx / size, gy / size, gz / size
+            t, px, py, pz, nx_, ny_, nz_ = cast_to_world(placement, t, px, py, pz, nx_, ny_, nz_)
+            write_cast(out, row, t, length, wsx, wsy, wsz, wux, wuy, wuz, px, py, pz, nx_, ny_, nz_)
+        return bad
+
+    return cast_rows
+
+
+_CAST_ROWS = {solid: _make_cast_rows(solid) for solid in (False, True)}
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -835,6 +851,7 @@ def cast_span(arguments, placement, starts, ends, radius, out, start, stop):
     rays clipped to their segments by the ray kernel (``raycast``, on the rays in the
     terrain's frame), whose answer the numpy reference takes too."""
     ray_rows = np.empty(stop - start, dtype=np.bool_)
+    cast_rows = _CAST_ROWS[arguments[10]]
     bad = cast_rows(arguments, placement, starts, ends, radius, out, start, ray_rows)
     rows = np.flatnonzero(ray_rows) + start
     if rows.size:

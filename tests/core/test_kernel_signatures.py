@@ -104,11 +104,13 @@ def placed_too(name, shape):
 
 
 def every_query(shape, origins, directions, limit):
-    """Runs each query the shape answers (sphere casts only where rigid)."""
+    """Runs each query the shape answers (sphere casts only where rigid, on terrains only
+    TRIANGLES)."""
     raycast(shape, origins, directions, limit)
     occluded(shape, origins, np.add(origins, directions))
     if not isinstance(shape, Placed) or shape.uniform_scale is not None:
-        if not isinstance(getattr(shape, "shape", shape), Heightfield):
+        field = getattr(shape, "shape", shape)
+        if not (isinstance(field, Heightfield) and field.surface == "BILINEAR"):
             sphere_cast(shape, origins, np.add(origins, directions), limit)
     if isinstance(shape, Heightfield):
         raycast_all(shape, origins, directions, limit)
