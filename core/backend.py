@@ -70,7 +70,8 @@ terrain's first use ~0.3 s slower). Every kernel follows these rules:
   closure under its constants. Python picks the kernel (heightfield.py's ``raycast``), and
   glue between kernels stays in Python (the large terrain's gather, walk, scatter), so
   that one query compiles only what it runs. Measured: terrain raycast 4.3 -> 3.6 s,
-  occluded 4.6 -> 3.2 s CPU.
+  occluded 4.6 -> 3.2 s CPU; heightfield_cast.py's ``_make_cast_rows`` (solid or surface):
+  a cast on a surface 5.5 -> 4.9 s.
 * A kernel calling a compiled function with a literal (``0``, ``False``) compiles it for
   that literal's own type: pass a variable computed at run time, or let Python choose.
 * numpy functions and Python builtins are compiled from numba's own implementations, per
