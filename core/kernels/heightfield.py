@@ -482,8 +482,8 @@ def _make_trace(bilinear, solid, any_hit):
                 dv = luy / dy
                 dz = luz
                 wz = lz  # the walk's z: negated for a ray below a surface
-                terrain = 0  # 0: the terrain as given, 1: its mirror image
-                face = 0
+                terrain = np.int64(0)  # 0: the terrain as given, 1: its mirror image
+                face = np.int64(0)
                 if solid:
                     t0, t1, face = _clip_solid(
                         U0, V0, lz, du, dv, dz, limit * stretch, nx, ny, zmin, top_above,
@@ -509,7 +509,7 @@ def _make_trace(bilinear, solid, any_hit):
                         )  # fmt: skip
                         below = lz + t0 * dz < h
                     if below:
-                        terrain = 1
+                        terrain = np.int64(1)
                         wz = -lz
                         dz = -dz
                 # the ray's set-up, for the skips and the walk below (column 22: valid)
@@ -578,8 +578,8 @@ def _make_trace(bilinear, solid, any_hit):
                 t = INF
                 grad_u = 0.0
                 grad_v = 0.0
-                cell_i = -1
-                cell_j = -1
+                cell_i = np.int64(-1)
+                cell_j = np.int64(-1)
                 if t0 <= t1 and tc <= t1:
                     # -- walk.walk: blocks, then the cells of each block the ray comes down into
                     # Rays parallel to grid lines: +-TINY toward the middle (see walk.start_walk).

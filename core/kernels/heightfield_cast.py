@@ -637,10 +637,10 @@ def _make_cast_rows(solid):
                     normal[row, 0], normal[row, 1], normal[row, 2] = ux, uy, uz
                     continue
                 # 3. The path clipped to the footprint box grown by R, walked in stretches.
-                inverse = (1.0 / ux, 1.0 / uy, 1.0 / uz)
-                lx, hx_ = slab(sx, ux, inverse[0], x0 - R, x1 + R)
-                ly, hy_ = slab(sy, uy, inverse[1], y0 - R, y1 + R)
-                lz, hz_ = slab(sz, uz, inverse[2], -INF if solid else zmin - R, zmax + R)
+                inverse_u = (1.0 / ux, 1.0 / uy, 1.0 / uz)
+                lx, hx_ = slab(sx, ux, inverse_u[0], x0 - R, x1 + R)
+                ly, hy_ = slab(sy, uy, inverse_u[1], y0 - R, y1 + R)
+                lz, hz_ = slab(sz, uz, inverse_u[2], -INF if solid else zmin - R, zmax + R)
                 t0 = maximum(maximum(lx, ly), maximum(lz, 0.0))
                 t1 = minimum(minimum(hx_, hy_), minimum(hz_, local_length))
                 best = INF
@@ -674,7 +674,7 @@ def _make_cast_rows(solid):
                                     x0 + first_i * dx, x0 + end_i * dx,
                                     y0 + first_j * dy, y0 + end_j * dy,
                                     block_min[block], block_max[block], ta, tb,
-                                    sx, sy, sz, ux, uy, uz, inverse, R, best,
+                                    sx, sy, sz, ux, uy, uz, inverse_u, R, best,
                                 )  # fmt: skip
                                 if not (enter <= leave and enter <= best):
                                     continue
@@ -689,7 +689,7 @@ def _make_cast_rows(solid):
                                             x0 + i * dx, x0 + (i + 1) * dx,
                                             y0 + j * dy, y0 + (j + 1) * dy,
                                             cell_min[index], cell_max[index], ta, tb,
-                                            sx, sy, sz, ux, uy, uz, inverse, R, best,
+                                            sx, sy, sz, ux, uy, uz, inverse_u, R, best,
                                         )  # fmt: skip
                                         if not (enter <= leave and enter <= best):
                                             continue
@@ -725,11 +725,11 @@ def _make_cast_rows(solid):
                         for slot in range(live):
                             if cells[0, slot] > best:
                                 break
-                            i, j = np.int64(cells[1, slot]), np.int64(cells[2, slot])
-                            index = j * (nx - 1) + i
-                            k = j * nx + i
+                            ci, cj = np.int64(cells[1, slot]), np.int64(cells[2, slot])
+                            index = cj * (nx - 1) + ci
+                            k = cj * nx + ci
                             entry = cell_entry(
-                                i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
+                                ci, cj, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
                                 has_anti and anti_of[index] > 0.0, grid, solid,
                                 sx, sy, sz, ux, uy, uz, R, early,
                             )  # fmt: skip
