@@ -196,10 +196,12 @@ def unit_components(vector):
 
     The plain 1/sqrt(x.x) is exact enough in the normal range; rows whose squared length
     under- or overflows are redone with unit_rows's scaling. NaN rows (the normals of
-    misses, when Placed maps them back) stay NaN."""
-    length_squared = dot(vector, vector)
-    inverse = 1.0 / np.sqrt(length_squared)
-    unit = [x * inverse for x in vector]
+    misses, when Placed maps them back) stay NaN. (Those under- and overflows, and a zero
+    row's 1/0, are expected and handled here: numpy does not warn of them.)"""
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        length_squared = dot(vector, vector)
+        inverse = 1.0 / np.sqrt(length_squared)
+        unit = [x * inverse for x in vector]
     if not (length_squared.min() > 1e-290 and length_squared.max() < 1e290):
         rows = np.flatnonzero((length_squared <= 1e-290) | (length_squared >= 1e290))
         if not len(rows):
