@@ -862,7 +862,8 @@ def _ordered_rays(arguments, placement, origins, directions, max_distance, start
     instead of one random spot of the terrain each: the order, and the rays and limits
     gathered into it (in short loops of their own, whose memory accesses overlap; inside
     the long walk they would wait one by one). The gathered arrays have the types the
-    drivers pass (core/backend.py), so the walk compiles once for both orders."""
+    drivers pass (core/backend.py), so the walk compiles once for both orders. The sphere
+    casts gather theirs with it too (kernels/heightfield_cast.py: starts, ends, radii)."""
     count = stop - start
     per_ray = max_distance.shape[0] == origins.shape[0]
     order = _coherent_order(arguments, placement, origins, start, stop)

@@ -785,33 +785,9 @@ def finish_rays(placement, starts, ends, rows, rays, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def gather_casts(terrain, placement, starts, ends, radius, start, stop):
-    """The casts start ... stop - 1 in the order of the block each starts over (the ray
-    kernel's _coherent_order), gathered into arrays of their own (starts, ends, radius),
-    and that order. (A loop of its own, whose memory accesses overlap; inside the long
-    walk each cast would wait for its rows one by one.)"""
-    order = ray_kernels._coherent_order(terrain, placement, starts, start, stop)
-    count = stop - start
-    per_cast = radius.shape[0] > 1
-    ordered_starts = np.empty((count, 3))
-    ordered_ends = np.empty((count, 3))
-    ordered_radius = np.empty(count if per_cast else 1)
-    if not per_cast:
-        ordered_radius[0] = radius[0]
-    for k in range(count):
-        row = order[k]
-        for axis in range(3):
-            ordered_starts[k, axis] = starts[row, axis]
-            ordered_ends[k, axis] = ends[row, axis]
-        if per_cast:
-            ordered_radius[k] = radius[row]
-    return order, ordered_starts, ordered_ends, ordered_radius
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def scatter_casts(order, ordered, out):
-    """The answers of the gathered casts (``ordered``, in gather_casts's order) into their
-    rows of ``out``."""
+    """The answers of the gathered casts (``ordered``, in ``order``) into their rows of
+    ``out``."""
     for k in range(order.shape[0]):
         row = order[k]
         out[0][row] = ordered[0][k]
@@ -826,11 +802,13 @@ def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
     """Casts start ... stop - 1 (see core/backend.py). On a large terrain the casts are
     gathered in the order of the block each starts over, so that casts one after another
     read the same heights and extremes from the cache, cast in that order and their
-    answers scattered back (as the ray kernel's _raycast_ordered does)."""
+    answers scattered back (as the ray kernel does with its rays)."""
     nx, ny = arguments[5], arguments[6]
     if stop - start < ray_kernels.SORT_MIN_RAYS or nx * ny < ray_kernels.SORT_MIN_CELLS:
         return cast_span(arguments, placement, starts, ends, radius, out, start, stop)
-    order, starts, ends, radius = gather_casts(
+    # The ray kernel's gather: starts and ends as its origins and directions, the radii
+    # (one, or one per cast) as its limits; the same types, so it compiles once for both.
+    order, starts, ends, radius = ray_kernels._ordered_rays(
         arguments[0], placement, starts, ends, radius, start, stop
     )
     count = stop - start
