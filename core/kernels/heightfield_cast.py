@@ -237,15 +237,25 @@ def vertex_entry(px, py, pz, sx, sy, sz, ux, uy, uz, R, early):
     return accept(closest - np.sqrt(R * R - miss), early)
 
 
+@helper
+def least(best, piece, entry, code):
+    """fmin(best, entry), and which piece it is (``code`` for ``entry``)."""
+    if best < entry or entry != entry:
+        return best, piece
+    return entry, code
+
+
 @rare_helper
 def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, uz, R, early):
     """cast._entries for one cast and one cell: the least entry into its pieces (faces,
-    edges, vertices and, for the solid on the border, walls and corner lines). ``grid`` =
-    (x0, y0, dx, dy, last cell i, last cell j)."""
+    edges, vertices and, for the solid on the border, walls and corner lines), and which
+    piece that is (piece_point's code). ``grid`` = (x0, y0, dx, dy, last cell i, last cell
+    j)."""
     x0, y0, dx, dy, last_i, last_j = grid
     xa, xb = x0 + i * dx, x0 + (i + 1) * dx
     ya, yb = y0 + j * dy, y0 + (j + 1) * dy
     best = INF
+    piece = -1
     face_0 = face_1 = False  # whether a face's entry is valid (then it is its triangle's)
     for which in range(2):
         ax, ay, az, nx, ny, nz = face(which, h00, h10, h01, h11, anti, xa, xb, ya, yb, dx, dy)
@@ -257,7 +267,7 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
         qy = sy + t * uy - sigma * R * ny
         valid = (nu < 0.0) if solid else (nu != 0.0)
         if valid and in_triangle(which, anti, (qx - xa) / dx, (qy - ya) / dy):
-            best = fmin(best, accept(t, early))
+            best, piece = least(best, piece, accept(t, early), which)
             if which == 0:
                 face_0 = True
             else:
@@ -283,7 +293,7 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
         if needed:
             ax, ay, az, bx, by, bz = edge_points(k, h00, h10, h01, h11, anti, xa, xb, ya, yb)
             entry = edge_entry(ax, ay, az, bx, by, bz, sx, sy, sz, ux, uy, uz, R, early)
-            best = fmin(best, entry)
+            best, piece = least(best, piece, entry, 2 + k)
     for k in range(4):
         if anti:
             needed = not (face_0 if k == 0 else (face_1 if k == 3 else face_0 and face_1))
@@ -295,10 +305,10 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
             px = xb if k == 1 or k == 3 else xa
             py = yb if k >= 2 else ya
             pz = h00 if k == 0 else (h10 if k == 1 else (h01 if k == 2 else h11))
-            best = fmin(best, vertex_entry(px, py, pz, sx, sy, sz, ux, uy, uz, R, early))
+            entry = vertex_entry(px, py, pz, sx, sy, sz, ux, uy, uz, R, early)
+            best, piece = least(best, piece, entry, 7 + k)
     if not solid:
-        return best
-    walls = INF
+        return best, piece
     for k in range(4):
         if not on_border(k, i, j, last_i, last_j):
             continue
@@ -311,7 +321,7 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
         z = sz + t * uz
         top = h_low + (h_high - h_low) * ((along - low) / (high - low))
         if sign * ua < 0.0 and along >= low and along <= high and z <= top:
-            walls = fmin(walls, accept(t, early))
+            best, piece = least(best, piece, accept(t, early), 11 + k)
     for k in range(4):
         has, px, py, pz = corner(k, i, j, last_i, last_j, h00, h10, h01, h11, xa, xb, ya, yb)
         if not has:
@@ -325,8 +335,42 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
         t = closest - np.sqrt((R * R - miss) / speed)
         z = sz + t * uz
         if speed > 0.0 and miss <= R * R and z <= pz:
-            walls = fmin(walls, accept(t, early))
-    return fmin(best, walls)
+            best, piece = least(best, piece, accept(t, early), 15 + k)
+    return best, piece
+
+
+@rare_helper
+def piece_point(piece, i, j, h00, h10, h01, h11, anti, grid, qx, qy, qz):
+    """The point of piece ``piece`` of cell (i, j) nearest to q, cell_nearest's
+    expressions for that piece alone: at a contact, the contact point (the winning piece is
+    at distance R from the centre, every other at least R). Codes (cell_entry's): faces 0-1,
+    edges 2-6, vertices 7-10, walls 11-14, corner lines 15-18."""
+    x0, y0, dx, dy, last_i, last_j = grid
+    xa, xb = x0 + i * dx, x0 + (i + 1) * dx
+    ya, yb = y0 + j * dy, y0 + (j + 1) * dy
+    if piece < 2:  # a face: the projection onto its plane
+        ax, ay, az, fx, fy, fz = face(piece, h00, h10, h01, h11, anti, xa, xb, ya, yb, dx, dy)
+        off = fx * (qx - ax) + fy * (qy - ay) + fz * (qz - az)
+        return qx - off * fx, qy - off * fy, qz - off * fz
+    if piece < 7:  # an edge: the foot on its segment
+        ax, ay, az, bx, by, bz = edge_points(piece - 2, h00, h10, h01, h11, anti, xa, xb, ya, yb)
+        ex, ey, ez = bx - ax, by - ay, bz - az
+        mx, my, mz = qx - ax, qy - ay, qz - az
+        foot = (mx * ex + my * ey + mz * ez) / (ex * ex + ey * ey + ez * ez)
+        foot = minimum(maximum(foot, 0.0), 1.0)
+        return ax + foot * ex, ay + foot * ey, az + foot * ez
+    if piece < 11:  # a vertex
+        k = piece - 7
+        px = xb if k == 1 or k == 3 else xa
+        py = yb if k >= 2 else ya
+        pz = h00 if k == 0 else (h10 if k == 1 else (h01 if k == 2 else h11))
+        return px, py, pz
+    if piece < 15:  # a wall: the projection onto its plane
+        axis, plane, _, _, _, _, _ = wall(piece - 11, h00, h10, h01, h11, xa, xb, ya, yb)
+        return (plane, qy, qz) if axis == 0 else (qx, plane, qz)
+    # a corner line: its point at q's height, no higher than the corner
+    _, cx, cy, cz = corner(piece - 15, i, j, last_i, last_j, h00, h10, h01, h11, xa, xb, ya, yb)
+    return cx, cy, minimum(qz, cz)
 
 
 @rare_helper
@@ -644,7 +688,7 @@ def _make_cast_rows(solid):
                 t0 = maximum(maximum(lx, ly), maximum(lz, 0.0))
                 t1 = minimum(minimum(hx_, hy_), minimum(hz_, local_length))
                 best = INF
-                best_cell = -1
+                best_cell = best_piece = -1
                 recorded = 0
                 if t0 <= t1:
                     early = EARLY * (R + scale)
@@ -728,13 +772,13 @@ def _make_cast_rows(solid):
                             ci, cj = np.int64(cells[1, slot]), np.int64(cells[2, slot])
                             index = cj * (nx - 1) + ci
                             k = cj * nx + ci
-                            entry = cell_entry(
+                            entry, piece = cell_entry(
                                 ci, cj, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
                                 has_anti and anti_of[index] > 0.0, grid, solid,
                                 sx, sy, sz, ux, uy, uz, R, early,
                             )  # fmt: skip
                             if entry < best:
-                                best, best_cell = entry, index
+                                best, best_cell, best_piece = entry, index, piece
                             if recorded < FIRST_CELLS:  # (past that, a cell may be tested again)
                                 cells[3, recorded] = index
                                 recorded += 1
@@ -742,16 +786,17 @@ def _make_cast_rows(solid):
                             break
                         ta = tb
                 if best <= local_length:
-                    # Contact: the nearest point of the winning cell's pieces to the centre.
+                    # Contact: the winning piece's nearest point to the centre (the
+                    # reference takes the nearest of the winning cell's pieces: the same
+                    # point, but where two pieces tie, up to rounding).
                     t = best
                     cx, cy, cz = sx + t * ux, sy + t * uy, sz + t * uz
                     i, j = best_cell % (nx - 1), best_cell // (nx - 1)
                     k = j * nx + i
-                    found = cell_nearest(
-                        i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
-                        has_anti and anti_of[best_cell] > 0.0, grid, solid, cx, cy, cz,
+                    px, py, pz = piece_point(
+                        best_piece, i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
+                        has_anti and anti_of[best_cell] > 0.0, grid, cx, cy, cz,
                     )  # fmt: skip
-                    px, py, pz = found[1], found[2], found[3]
                     gx, gy, gz = cx - px, cy - py, cz - pz
                     size = np.sqrt(gx * gx + gy * gy + gz * gz)
                     nx_, ny_, nz_ = gx / size, gy / size, gz / size
