@@ -22,8 +22,8 @@ threads contend for); the arrays are read in ``cast_rows``.
 
 Arguments (``cast_arguments``): the ray kernel's tuple, then the grid (x0, y0, dx, dy, nx,
 ny), heights (flat), diagonals (1.0 where anti) and whether there are any, solid, zmin,
-zmax, the blocks per row, the block and cell maxima and minima (cast.py's _Geometry) and
-the scale of the coordinates (for EARLY).
+zmax, the blocks per row, the block and cell minima and maxima (cast.py's _Geometry, as
+float32 pairs: extremes_float32) and the scale of the coordinates (for EARLY).
 """
 
 import numpy as np
@@ -74,12 +74,23 @@ def cast_arguments(field):
         float(g.zmin),
         float(g.zmax),
         int(g.nbx),
-        ray_kernels._read_only(g.block_max),
-        ray_kernels._read_only(g.cell_max),
-        ray_kernels._read_only(g.block_min),
-        ray_kernels._read_only(g.cell_min),
+        ray_kernels._read_only(extremes_float32(g.block_min, g.block_max)),
+        ray_kernels._read_only(extremes_float32(g.cell_min, g.cell_max)),
         float(g.scale),
     )
+
+
+def extremes_float32(least, largest):
+    """Each cell's (or block's) least and largest height side by side in float32, rounded
+    outward (so they still bound its pieces; the culling only gets a little looser): one
+    cache line holds eight cells' pairs, where two float64 arrays took two lines for four
+    (the walk's box tests had waited for those loads more than they computed)."""
+    with np.errstate(over="ignore"):
+        low = least.astype(np.float32)
+        high = largest.astype(np.float32)
+    low = np.where(low > least, np.nextafter(low, np.float32(-np.inf)), low)
+    high = np.where(high < largest, np.nextafter(high, np.float32(np.inf)), high)
+    return np.stack((low, high), axis=1).ravel()
 
 
 @helper
@@ -500,7 +511,7 @@ def surface_at(flat, anti_of, has_anti, nx, ny, U, V):
 
 @helper
 def prefetch_cast(
-    starts, ends, row, placement, x0, y0, dx, dy, nx, ny, zmin, zmax, flat, cell_max, cell_min
+    starts, ends, row, placement, x0, y0, dx, dy, nx, ny, zmin, zmax, flat, cell_extremes
 ):  # fmt: skip
     """Start loading what cast ``row`` will probably read, a few casts ahead (as the ray
     kernel's _prefetch_ray): the heights and cell extremes where its path enters the box
@@ -523,8 +534,7 @@ def prefetch_cast(
             j = np.int64(minimum(maximum(V, 0.0), ny - 2.0))
             ray_kernels._prefetch(flat, j * nx + i)
             ray_kernels._prefetch(flat, (j + 1) * nx + i)
-            ray_kernels._prefetch(cell_max, j * (nx - 1) + i)
-            ray_kernels._prefetch(cell_min, j * (nx - 1) + i)
+            ray_kernels._prefetch(cell_extremes, 2 * (j * (nx - 1) + i))
 
 
 def _make_cast_rows(solid):
@@ -541,7 +551,7 @@ def _make_cast_rows(solid):
         Returns the number of rows with non-finite input."""
         x0, y0, dx, dy, nx, ny = arguments[1:7]
         flat, anti_of, has_anti, _, zmin, zmax = arguments[7:13]
-        nbx, block_max, cell_max, block_min, cell_min, scale = arguments[13:19]
+        nbx, block_extremes, cell_extremes, scale = arguments[13:17]
         _, distance, _, point, normal = out  # radius-0 casts are staged here for the ray kernel
         step = 1 if radius.shape[0] > 1 else 0
         last_i, last_j = nx - 2, ny - 2
@@ -559,7 +569,7 @@ def _make_cast_rows(solid):
                 ahead = row + AHEAD
                 prefetch_cast(
                     starts, ends, ahead, placement, x0, y0, dx, dy, nx, ny, zmin, zmax,
-                    flat, cell_max, cell_min,
+                    flat, cell_extremes,
                 )  # fmt: skip
             ray_rows[row - start] = False
             wsx, wsy, wsz = starts[row, 0], starts[row, 1], starts[row, 2]
@@ -622,18 +632,22 @@ def _make_cast_rows(solid):
                         first_i = bi * BLOCK
                         end_i = minimum(first_i + BLOCK, nx - 1)
                         block = bj * nbx + bi
+                        low = np.float64(block_extremes[2 * block])
+                        high = np.float64(block_extremes[2 * block + 1])
                         gap = box_gap(
                             x0 + first_i * dx, x0 + end_i * dx, y0 + first_j * dy, y0 + end_j * dy,
-                            block_min[block], block_max[block], sx, sy, sz,
+                            low, high, sx, sy, sz,
                         )  # fmt: skip
                         if not gap <= reach:
                             continue
                         for j in range(maximum(first_j, j_low), minimum(end_j - 1, j_high) + 1):
                             for i in range(maximum(first_i, i_low), minimum(end_i - 1, i_high) + 1):
                                 index = j * (nx - 1) + i
+                                low = np.float64(cell_extremes[2 * index])
+                                high = np.float64(cell_extremes[2 * index + 1])
                                 gap = box_gap(
                                     x0 + i * dx, x0 + (i + 1) * dx, y0 + j * dy, y0 + (j + 1) * dy,
-                                    cell_min[index], cell_max[index], sx, sy, sz,
+                                    low, high, sx, sy, sz,
                                 )  # fmt: skip
                                 if not gap <= reach:
                                     continue
@@ -714,63 +728,70 @@ def _make_cast_rows(solid):
                                 first_i = bi * BLOCK
                                 end_i = minimum(first_i + BLOCK, nx - 1)
                                 block = bj * nbx + bi
+                                low = np.float64(block_extremes[2 * block])
+                                high = np.float64(block_extremes[2 * block + 1])
                                 enter, leave = box_entry(
                                     x0 + first_i * dx, x0 + end_i * dx,
-                                    y0 + first_j * dy, y0 + end_j * dy,
-                                    block_min[block], block_max[block], ta, tb,
+                                    y0 + first_j * dy, y0 + end_j * dy, low, high, ta, tb,
                                     sx, sy, sz, ux, uy, uz, inverse_u, R, best,
                                 )  # fmt: skip
                                 if not (enter <= leave and enter <= best):
                                     continue
-                                for j in range(
-                                    maximum(first_j, j_low), minimum(end_j - 1, j_high) + 1
-                                ):
-                                    for i in range(
-                                        maximum(first_i, i_low), minimum(end_i - 1, i_high) + 1
-                                    ):
+                                i_first = maximum(first_i, i_low)
+                                i_last = minimum(end_i - 1, i_high)
+                                j_first = maximum(first_j, j_low)
+                                j_last = minimum(end_j - 1, j_high)
+                                room = live + (i_last - i_first + 1) * (j_last - j_first + 1)
+                                if room > cells.shape[1]:
+                                    grown = np.empty((4, 2 * room))
+                                    for slot in range(cells.shape[1]):  # (no slice assignment:
+                                        grown[0, slot] = cells[0, slot]  # its shape check
+                                        grown[1, slot] = cells[1, slot]  # compiles string code)
+                                        grown[2, slot] = cells[2, slot]
+                                        grown[3, slot] = cells[3, slot]
+                                    cells = grown
+                                for j in range(j_first, j_last + 1):
+                                    for i in range(i_first, i_last + 1):
                                         index = j * (nx - 1) + i
+                                        low = np.float64(cell_extremes[2 * index])
+                                        high = np.float64(cell_extremes[2 * index + 1])
                                         enter, leave = box_entry(
                                             x0 + i * dx, x0 + (i + 1) * dx,
-                                            y0 + j * dy, y0 + (j + 1) * dy,
-                                            cell_min[index], cell_max[index], ta, tb,
+                                            y0 + j * dy, y0 + (j + 1) * dy, low, high, ta, tb,
                                             sx, sy, sz, ux, uy, uz, inverse_u, R, best,
                                         )  # fmt: skip
-                                        if not (enter <= leave and enter <= best):
-                                            continue
-                                        # Tested in an earlier stretch: its least entry (over
-                                        # the whole path) is in best already.
-                                        seen = False
-                                        for slot in range(recorded):
-                                            seen = seen or cells[3, slot] == index
-                                        if seen:
-                                            continue
-                                        if live == cells.shape[1]:
-                                            grown = np.empty((4, 2 * live))
-                                            for slot in range(live):  # (no slice assignment:
-                                                grown[0, slot] = cells[0, slot]  # its shape
-                                                grown[1, slot] = cells[1, slot]  # check compiles
-                                                grown[2, slot] = cells[2, slot]  # string code)
-                                                grown[3, slot] = cells[
-                                                    3, slot
-                                                ]  # (recorded <= live)
-                                            cells = grown
-                                        # In the order of enter (stable: ties keep their order).
-                                        slot = live
-                                        while slot > 0 and cells[0, slot - 1] > enter:
-                                            cells[0, slot] = cells[0, slot - 1]
-                                            cells[1, slot] = cells[1, slot - 1]
-                                            cells[2, slot] = cells[2, slot - 1]
-                                            slot -= 1
-                                        cells[0, slot], cells[1, slot], cells[2, slot] = enter, i, j
-                                        # Its heights, read once the stretch's cells are boxed.
-                                        ray_kernels._prefetch(flat, j * nx + i)
-                                        ray_kernels._prefetch(flat, (j + 1) * nx + i)
-                                        live += 1
+                                        # Written always, kept (counted) where the path may
+                                        # meet its pieces before the best contact: no
+                                        # branch to mispredict per cell.
+                                        cells[0, live], cells[1, live], cells[2, live] = enter, i, j
+                                        live += enter <= leave and enter <= best
+                        # Their heights, read once the stretch's cells are sorted; in the order
+                        # of enter (stable: ties keep their order).
+                        for slot in range(live):
+                            k = np.int64(cells[2, slot]) * nx + np.int64(cells[1, slot])
+                            ray_kernels._prefetch(flat, k)
+                            ray_kernels._prefetch(flat, k + nx)
+                        for slot in range(1, live):
+                            enter, ci, cj = cells[0, slot], cells[1, slot], cells[2, slot]
+                            at = slot
+                            while at > 0 and cells[0, at - 1] > enter:
+                                cells[0, at] = cells[0, at - 1]
+                                cells[1, at] = cells[1, at - 1]
+                                cells[2, at] = cells[2, at - 1]
+                                at -= 1
+                            cells[0, at], cells[1, at], cells[2, at] = enter, ci, cj
                         for slot in range(live):
                             if cells[0, slot] > best:
                                 break
                             ci, cj = np.int64(cells[1, slot]), np.int64(cells[2, slot])
                             index = cj * (nx - 1) + ci
+                            # Tested in an earlier stretch: its least entry (over the whole
+                            # path) is in best already.
+                            seen = False
+                            for earlier in range(recorded):
+                                seen = seen or cells[3, earlier] == index
+                            if seen:
+                                continue
                             k = cj * nx + ci
                             entry, piece = cell_entry(
                                 ci, cj, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
