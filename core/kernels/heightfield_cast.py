@@ -590,9 +590,11 @@ def _make_cast_rows(solid):
             inside = False
             if solid:
                 in_footprint = sx >= x0 and sx <= x1 and sy >= y0 and sy <= y1
-                height = surface_at(
-                    flat, anti_of, has_anti, nx, ny, (sx - x0) / dx, (sy - y0) / dy
-                )[0]
+                height = -INF
+                if in_footprint and sz <= zmax:  # (above the highest point: outside)
+                    height = surface_at(
+                        flat, anti_of, has_anti, nx, ny, (sx - x0) / dx, (sy - y0) / dy
+                    )[0]
                 inside = in_footprint and sz <= height
                 if inside:
                     # The nearest boundary point is no farther than the surface above, nor
