@@ -136,7 +136,7 @@ def in_triangle(which, anti, u, v):
 
 
 @helper
-def face(which, h00, h10, h01, h11, anti, xa, xb, ya, yb, dx, dy):
+def face(which, h00, h10, h01, h11, anti, xa, xb, ya, yb, inverse_dx, inverse_dy):
     """_Cell.faces for triangle ``which``: a point of its plane and its unit up normal."""
     if which == 0:
         du = h10 - h00
@@ -146,7 +146,7 @@ def face(which, h00, h10, h01, h11, anti, xa, xb, ya, yb, dx, dy):
         du = h11 - h01
         dv = (h11 - h10) if anti else (h01 - h00)
         ax, ay, az = xa, yb, h01
-    nx_, ny_ = -du / dx, -dv / dy
+    nx_, ny_ = -du * inverse_dx, -dv * inverse_dy
     inverse = 1.0 / np.sqrt(nx_ * nx_ + ny_ * ny_ + 1.0)
     return ax, ay, az, nx_ * inverse, ny_ * inverse, inverse
 
@@ -261,15 +261,17 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
     """cast._entries for one cast and one cell: the least entry into its pieces (faces,
     edges, vertices and, for the solid on the border, walls and corner lines), and which
     piece that is (piece_point's code). ``grid`` = (x0, y0, dx, dy, last cell i, last cell
-    j)."""
-    x0, y0, dx, dy, last_i, last_j = grid
+    j, 1 / dx, 1 / dy)."""
+    x0, y0, dx, dy, last_i, last_j, inverse_dx, inverse_dy = grid
     xa, xb = x0 + i * dx, x0 + (i + 1) * dx
     ya, yb = y0 + j * dy, y0 + (j + 1) * dy
     best = INF
     piece = -1
     face_0 = face_1 = False  # whether a face's entry is valid (then it is its triangle's)
     for which in range(2):
-        ax, ay, az, nx, ny, nz = face(which, h00, h10, h01, h11, anti, xa, xb, ya, yb, dx, dy)
+        ax, ay, az, nx, ny, nz = face(
+            which, h00, h10, h01, h11, anti, xa, xb, ya, yb, inverse_dx, inverse_dy
+        )
         off = nx * (sx - ax) + ny * (sy - ay) + nz * (sz - az)
         nu = nx * ux + ny * uy + nz * uz
         sigma = 1.0 if nu < 0.0 else -1.0
@@ -277,7 +279,8 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
         qx = sx + t * ux - sigma * R * nx
         qy = sy + t * uy - sigma * R * ny
         valid = (nu < 0.0) if solid else (nu != 0.0)
-        if valid and in_triangle(which, anti, (qx - xa) / dx, (qy - ya) / dy):
+        u, v = (qx - xa) * inverse_dx, (qy - ya) * inverse_dy
+        if valid and in_triangle(which, anti, u, v):
             best, piece = least(best, piece, accept(t, early), which)
             if which == 0:
                 face_0 = True
@@ -356,11 +359,13 @@ def piece_point(piece, i, j, h00, h10, h01, h11, anti, grid, qx, qy, qz):
     expressions for that piece alone: at a contact, the contact point (the winning piece is
     at distance R from the centre, every other at least R). Codes (cell_entry's): faces 0-1,
     edges 2-6, vertices 7-10, walls 11-14, corner lines 15-18."""
-    x0, y0, dx, dy, last_i, last_j = grid
+    x0, y0, dx, dy, last_i, last_j, inverse_dx, inverse_dy = grid
     xa, xb = x0 + i * dx, x0 + (i + 1) * dx
     ya, yb = y0 + j * dy, y0 + (j + 1) * dy
     if piece < 2:  # a face: the projection onto its plane
-        ax, ay, az, fx, fy, fz = face(piece, h00, h10, h01, h11, anti, xa, xb, ya, yb, dx, dy)
+        ax, ay, az, fx, fy, fz = face(
+            piece, h00, h10, h01, h11, anti, xa, xb, ya, yb, inverse_dx, inverse_dy
+        )
         off = fx * (qx - ax) + fy * (qy - ay) + fz * (qz - az)
         return qx - off * fx, qy - off * fy, qz - off * fz
     if piece < 7:  # an edge: the foot on its segment
@@ -389,17 +394,19 @@ def cell_nearest(i, j, h00, h10, h01, h11, anti, grid, solid, qx, qy, qz):
     """cast._nearest for one point and one cell: the distance to the cell's pieces, the
     nearest point and the piece's outward normal (faces: up; walls: their axis; NaN for
     edges and corner lines)."""
-    x0, y0, dx, dy, last_i, last_j = grid
+    x0, y0, dx, dy, last_i, last_j, inverse_dx, inverse_dy = grid
     xa, xb = x0 + i * dx, x0 + (i + 1) * dx
     ya, yb = y0 + j * dy, y0 + (j + 1) * dy
     best = INF
     px = py = pz = nx = ny = nz = NAN
     face_0 = face_1 = False  # whether the point projects into the triangle
     for which in range(2):
-        ax, ay, az, fx, fy, fz = face(which, h00, h10, h01, h11, anti, xa, xb, ya, yb, dx, dy)
+        ax, ay, az, fx, fy, fz = face(
+            which, h00, h10, h01, h11, anti, xa, xb, ya, yb, inverse_dx, inverse_dy
+        )
         off = fx * (qx - ax) + fy * (qy - ay) + fz * (qz - az)
         cx, cy, cz = qx - off * fx, qy - off * fy, qz - off * fz
-        if in_triangle(which, anti, (cx - xa) / dx, (cy - ya) / dy):
+        if in_triangle(which, anti, (cx - xa) * inverse_dx, (cy - ya) * inverse_dy):
             if which == 0:
                 face_0 = True
             else:
@@ -555,7 +562,7 @@ def _make_cast_rows(solid):
         _, distance, _, point, normal = out  # radius-0 casts are staged here for the ray kernel
         step = 1 if radius.shape[0] > 1 else 0
         last_i, last_j = nx - 2, ny - 2
-        grid = (x0, y0, dx, dy, last_i, last_j)
+        grid = (x0, y0, dx, dy, last_i, last_j, 1.0 / dx, 1.0 / dy)
         x1 = x0 + (nx - 1) * dx
         y1 = y0 + (ny - 1) * dy
         # A stretch's live cells (rows 0-2: enter, i, j) and the cast's cells tested so far
