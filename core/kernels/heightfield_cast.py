@@ -739,11 +739,11 @@ def _make_cast_rows(solid):
                                 block = bj * nbx + bi
                                 low = np.float64(block_extremes[2 * block])
                                 high = np.float64(block_extremes[2 * block + 1])
-                                enter, leave = box_entry(
-                                    x0 + first_i * dx, x0 + end_i * dx,
-                                    y0 + first_j * dy, y0 + end_j * dy, low, high, ta, tb,
-                                    sx, sy, sz, ux, uy, uz, inverse_u, R, best,
-                                )  # fmt: skip
+                                # A block: its heights' slab grown by R only (the cells are
+                                # in the stretch's box already, and the ball around 8 x 8
+                                # cells is far looser than their box).
+                                enter, leave = slab(sz, uz, inverse_u[2], low - R, high + R)
+                                enter, leave = maximum(enter, ta), minimum(leave, tb)
                                 if not (enter <= leave and enter <= best):
                                     continue
                                 i_first = maximum(first_i, i_low)
