@@ -114,10 +114,11 @@ def accept(t, early):
 
 
 @helper
-def cell_range(low, high, origin, spacing, cells):
-    """_Geometry.cell_range: first and last cell meeting [low, high], clamped."""
-    first = np.floor((low - origin) / spacing - MARGIN)
-    last = np.floor((high - origin) / spacing + MARGIN)
+def cell_range(low, high, origin, inverse_spacing, cells):
+    """_Geometry.cell_range: first and last cell meeting [low, high], clamped (MARGIN, far
+    above the rounding of a product with 1 / spacing, keeps them whole)."""
+    first = np.floor((low - origin) * inverse_spacing - MARGIN)
+    last = np.floor((high - origin) * inverse_spacing + MARGIN)
     first = minimum(maximum(first, 0.0), cells - 1.0)
     last = minimum(maximum(last, 0.0), cells - 1.0)
     return np.int64(first), np.int64(last)
@@ -562,7 +563,8 @@ def _make_cast_rows(solid):
         _, distance, _, point, normal = out  # radius-0 casts are staged here for the ray kernel
         step = 1 if radius.shape[0] > 1 else 0
         last_i, last_j = nx - 2, ny - 2
-        grid = (x0, y0, dx, dy, last_i, last_j, 1.0 / dx, 1.0 / dy)
+        inverse_dx, inverse_dy = 1.0 / dx, 1.0 / dy
+        grid = (x0, y0, dx, dy, last_i, last_j, inverse_dx, inverse_dy)
         x1 = x0 + (nx - 1) * dx
         y1 = y0 + (ny - 1) * dy
         # A stretch's live cells (rows 0-2: enter, i, j) and the cast's cells tested so far
@@ -629,8 +631,8 @@ def _make_cast_rows(solid):
             nearest = INF
             own_x = own_y = own_z = NAN
             if near or inside:
-                i_low, i_high = cell_range(sx - reach, sx + reach, x0, dx, nx - 1)
-                j_low, j_high = cell_range(sy - reach, sy + reach, y0, dy, ny - 1)
+                i_low, i_high = cell_range(sx - reach, sx + reach, x0, inverse_dx, nx - 1)
+                j_low, j_high = cell_range(sy - reach, sy + reach, y0, inverse_dy, ny - 1)
                 # Blocks, then their cells, whose box of pieces is within reach (cast._box_gap),
                 # in the reference's order; among equally near cells the last one's point, as
                 # the reference's scatter keeps it.
@@ -724,10 +726,10 @@ def _make_cast_rows(solid):
                         ax, bx = sx + ta * ux, sx + tb * ux
                         ay, by = sy + ta * uy, sy + tb * uy
                         i_low, i_high = cell_range(
-                            minimum(ax, bx) - R, maximum(ax, bx) + R, x0, dx, nx - 1
+                            minimum(ax, bx) - R, maximum(ax, bx) + R, x0, inverse_dx, nx - 1
                         )
                         j_low, j_high = cell_range(
-                            minimum(ay, by) - R, maximum(ay, by) + R, y0, dy, ny - 1
+                            minimum(ay, by) - R, maximum(ay, by) + R, y0, inverse_dy, ny - 1
                         )
                         live = 0
                         for bj in range(j_low // BLOCK, j_high // BLOCK + 1):
@@ -777,11 +779,10 @@ def _make_cast_rows(solid):
                         # Their heights, read once the stretch's cells are sorted; in the order
                         # of enter (stable: ties keep their order).
                         for slot in range(live):
-                            k = np.int64(cells[2, slot]) * nx + np.int64(cells[1, slot])
+                            enter, ci, cj = cells[0, slot], cells[1, slot], cells[2, slot]
+                            k = np.int64(cj) * nx + np.int64(ci)
                             ray_kernels._prefetch(flat, k)
                             ray_kernels._prefetch(flat, k + nx)
-                        for slot in range(1, live):
-                            enter, ci, cj = cells[0, slot], cells[1, slot], cells[2, slot]
                             at = slot
                             while at > 0 and cells[0, at - 1] > enter:
                                 cells[0, at] = cells[0, at - 1]
