@@ -74,8 +74,8 @@ def cast_arguments(field):
         float(g.zmin),
         float(g.zmax),
         int(g.nbx),
-        ray_kernels._read_only(extremes_float32(g.block_min, g.block_max)),
-        ray_kernels._read_only(extremes_float32(g.cell_min, g.cell_max)),
+        ray_kernels._read_only(extremes_float32(g.block_min, g.block_max), np.float32),
+        ray_kernels._read_only(extremes_float32(g.cell_min, g.cell_max), np.float32),
         float(g.scale),
     )
 
