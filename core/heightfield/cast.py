@@ -423,21 +423,30 @@ class _Cell:
         diagonal_b = tuple(np.where(a, x, y) for x, y in zip(p01, p11))
         return [(p00, p10), (p00, p01), (p10, p11), (p01, p11), (diagonal_a, diagonal_b)]
 
-    def faces(self, g):
-        """Both triangles: (a point of the plane, unit up normal, which triangle). Triangle
-        0 holds p10, triangle 1 holds p01 (either split); their height gradients per grid
-        unit (du, dv) give the normal (-du / dx, -dv / dy, 1) / length (the divisions as
-        products with 1 / dx and 1 / dy, g.inverse_spacing, as the compiled kernel's)."""
+    def face_planes(self, g):
+        """Both triangles: (a point of the plane, the up normal (nx, ny, 1) unnormalized as
+        (nx, ny), its length, which triangle). Triangle 0 holds p10, triangle 1 holds p01
+        (either split); their height gradients per grid unit (du, dv) give the normal
+        (-du / dx, -dv / dy, 1) (the divisions as products with 1 / dx and 1 / dy,
+        g.inverse_spacing, as the compiled kernel's)."""
         a = self.anti
         du0 = self.h10 - self.h00
         dv0 = np.where(a, self.h01 - self.h00, self.h11 - self.h10)
         du1 = self.h11 - self.h01
         dv1 = np.where(a, self.h11 - self.h10, self.h01 - self.h00)
-        faces = []
+        planes = []
         for which, (du, dv, anchor) in enumerate(((du0, dv0, "10"), (du1, dv1, "01"))):
             nx_, ny_ = -du * g.inverse_spacing[0], -dv * g.inverse_spacing[1]
-            inverse = 1.0 / np.sqrt(nx_ * nx_ + ny_ * ny_ + 1.0)
-            faces.append((self.corner(anchor), (nx_ * inverse, ny_ * inverse, inverse), which))
+            length = np.sqrt(nx_ * nx_ + ny_ * ny_ + 1.0)
+            planes.append((self.corner(anchor), (nx_, ny_), length, which))
+        return planes
+
+    def faces(self, g):
+        """Both triangles: (a point of the plane, unit up normal, which triangle)."""
+        faces = []
+        for anchor, (nx_, ny_), length, which in self.face_planes(g):
+            inverse = 1.0 / length
+            faces.append((anchor, (nx_ * inverse, ny_ * inverse, inverse), which))
         return faces
 
     def in_triangle(self, g, which, qx, qy):
@@ -493,13 +502,16 @@ def _entries(g, cast, rows, i, j):
     early = EARLY * (R + g.scale)
     best = np.full(R.shape, np.inf)
     with np.errstate(invalid="ignore", divide="ignore"):
-        for anchor, n, which in cell.faces(g):
-            off = _dot(n, [a - b for a, b in zip(s, anchor)])
-            nu = _dot(n, u)
+        for anchor, (nx_, ny_), length, which in cell.face_planes(g):
+            # With the normal unnormalized (length L): off and nu are L times the
+            # distance and the speed toward the plane, so t = (sigma R L - off) / nu.
+            off = nx_ * (s[0] - anchor[0]) + ny_ * (s[1] - anchor[1]) + (s[2] - anchor[2])
+            nu = nx_ * u[0] + ny_ * u[1] + u[2]
             sigma = np.where(nu < 0.0, 1.0, -1.0)
-            t = (sigma * R - off) / nu
-            qx = s[0] + t * u[0] - sigma * R * n[0]
-            qy = s[1] + t * u[1] - sigma * R * n[1]
+            t = (sigma * R * length - off) / nu
+            reach = sigma * R / length
+            qx = s[0] + t * u[0] - reach * nx_
+            qy = s[1] + t * u[1] - reach * ny_
             valid = (nu < 0.0) if g.solid else (nu != 0.0)
             valid &= cell.in_triangle(g, which, qx, qy)
             best = np.fmin(best, np.where(valid, _accept(t, early), np.inf))

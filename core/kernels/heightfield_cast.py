@@ -137,8 +137,9 @@ def in_triangle(which, anti, u, v):
 
 
 @helper
-def face(which, h00, h10, h01, h11, anti, xa, xb, ya, yb, inverse_dx, inverse_dy):
-    """_Cell.faces for triangle ``which``: a point of its plane and its unit up normal."""
+def face_plane(which, h00, h10, h01, h11, anti, xa, xb, ya, yb, inverse_dx, inverse_dy):
+    """_Cell.face_planes for triangle ``which``: a point of its plane, its up normal
+    (nx, ny, 1) unnormalized and that normal's length."""
     if which == 0:
         du = h10 - h00
         dv = (h01 - h00) if anti else (h11 - h10)
@@ -148,7 +149,16 @@ def face(which, h00, h10, h01, h11, anti, xa, xb, ya, yb, inverse_dx, inverse_dy
         dv = (h11 - h10) if anti else (h01 - h00)
         ax, ay, az = xa, yb, h01
     nx_, ny_ = -du * inverse_dx, -dv * inverse_dy
-    inverse = 1.0 / np.sqrt(nx_ * nx_ + ny_ * ny_ + 1.0)
+    return ax, ay, az, nx_, ny_, np.sqrt(nx_ * nx_ + ny_ * ny_ + 1.0)
+
+
+@helper
+def face(which, h00, h10, h01, h11, anti, xa, xb, ya, yb, inverse_dx, inverse_dy):
+    """_Cell.faces for triangle ``which``: a point of its plane and its unit up normal."""
+    ax, ay, az, nx_, ny_, length = face_plane(
+        which, h00, h10, h01, h11, anti, xa, xb, ya, yb, inverse_dx, inverse_dy
+    )
+    inverse = 1.0 / length
     return ax, ay, az, nx_ * inverse, ny_ * inverse, inverse
 
 
@@ -270,15 +280,18 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
     piece = -1
     face_0 = face_1 = False  # whether a face's entry is valid (then it is its triangle's)
     for which in range(2):
-        ax, ay, az, nx, ny, nz = face(
+        ax, ay, az, nx, ny, length = face_plane(
             which, h00, h10, h01, h11, anti, xa, xb, ya, yb, inverse_dx, inverse_dy
         )
-        off = nx * (sx - ax) + ny * (sy - ay) + nz * (sz - az)
-        nu = nx * ux + ny * uy + nz * uz
+        # The normal unnormalized (length L): off and nu are L times the distance and the
+        # speed toward the plane, so t = (sigma R L - off) / nu (one division less).
+        off = nx * (sx - ax) + ny * (sy - ay) + (sz - az)
+        nu = nx * ux + ny * uy + uz
         sigma = 1.0 if nu < 0.0 else -1.0
-        t = (sigma * R - off) / nu
-        qx = sx + t * ux - sigma * R * nx
-        qy = sy + t * uy - sigma * R * ny
+        t = (sigma * R * length - off) / nu
+        reach = sigma * R / length
+        qx = sx + t * ux - reach * nx
+        qy = sy + t * uy - reach * ny
         valid = (nu < 0.0) if solid else (nu != 0.0)
         u, v = (qx - xa) * inverse_dx, (qy - ya) * inverse_dy
         if valid and in_triangle(which, anti, u, v):
