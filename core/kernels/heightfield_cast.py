@@ -476,12 +476,13 @@ def cell_nearest(i, j, h00, h10, h01, h11, anti, grid, solid, qx, qy, qz):
 
 
 @helper
-def box_gap(xa, xb, ya, yb, bottom, top, x, y, z):
-    """cast._box_gap: the distance from (x, y, z) to the box (a lower bound of its pieces')."""
+def box_gap_squared(xa, xb, ya, yb, bottom, top, x, y, z):
+    """cast._box_gap squared: the squared distance from (x, y, z) to the box (a lower bound
+    of its pieces'; no square root to wait for)."""
     gap_x = maximum(maximum(xa - x, x - xb), 0.0)
     gap_y = maximum(maximum(ya - y, y - yb), 0.0)
     gap_z = maximum(maximum(bottom - z, z - top), 0.0)
-    return np.sqrt(gap_x * gap_x + gap_y * gap_y + gap_z * gap_z)
+    return gap_x * gap_x + gap_y * gap_y + gap_z * gap_z
 
 
 @helper
@@ -658,22 +659,22 @@ def _make_cast_rows(solid):
                         block = bj * nbx + bi
                         low = np.float64(block_extremes[2 * block])
                         high = np.float64(block_extremes[2 * block + 1])
-                        gap = box_gap(
+                        gap_squared = box_gap_squared(
                             x0 + first_i * dx, x0 + end_i * dx, y0 + first_j * dy, y0 + end_j * dy,
                             low, high, sx, sy, sz,
                         )  # fmt: skip
-                        if not gap <= reach:
+                        if not gap_squared <= reach * reach:
                             continue
                         for j in range(maximum(first_j, j_low), minimum(end_j - 1, j_high) + 1):
                             for i in range(maximum(first_i, i_low), minimum(end_i - 1, i_high) + 1):
                                 index = j * (nx - 1) + i
                                 low = np.float64(cell_extremes[2 * index])
                                 high = np.float64(cell_extremes[2 * index + 1])
-                                gap = box_gap(
+                                gap_squared = box_gap_squared(
                                     x0 + i * dx, x0 + (i + 1) * dx, y0 + j * dy, y0 + (j + 1) * dy,
                                     low, high, sx, sy, sz,
                                 )  # fmt: skip
-                                if not gap <= reach:
+                                if not gap_squared <= reach * reach:
                                     continue
                                 k = j * nx + i
                                 found = cell_nearest(
