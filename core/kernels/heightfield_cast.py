@@ -3,8 +3,9 @@ core/heightfield/cast.py, whose docstring has the math (faces, edge cylinders, v
 balls, the solid's walls and corner lines; starts in overlap first; the path walked in
 stretches, blocks and cells culled by their max/min inflated by R). Every expression is the
 reference's, operand for operand, so both backends find the same contact (float64, no
-fastmath); the contact point is the winning piece's (piece_point), where the reference takes
-the nearest of the winning cell's pieces (the same point, up to rounding where two tie).
+fastmath); the contact point is the winning piece's (cell_nearest of that piece alone),
+where the reference takes the nearest of the winning cell's pieces (the same point, up to
+rounding where two tie).
 
 Per cast, like the ray walk (kernels/heightfield.py): decide the overlap at the start (the
 nearest point of the cells within R, or within the bound of a start inside the solid),
@@ -273,7 +274,7 @@ def least(best, piece, entry, code):
 def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, uz, R, early):
     """cast._entries for one cast and one cell: the least entry into its pieces (faces,
     edges, vertices and, for the solid on the border, walls and corner lines), and which
-    piece that is (piece_point's code). ``grid`` = (x0, y0, dx, dy, last cell i, last cell
+    piece that is (cell_nearest's ``only``). ``grid`` = (x0, y0, dx, dy, last cell i, last cell
     j, 1 / dx, 1 / dy)."""
     x0, y0, dx, dy, last_i, last_j, inverse_dx, inverse_dy = grid
     xa, xb = x0 + i * dx, x0 + (i + 1) * dx
@@ -370,59 +371,37 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
 
 
 @rare_helper
-def piece_point(piece, i, j, h00, h10, h01, h11, anti, grid, qx, qy, qz):
-    """The point of piece ``piece`` of cell (i, j) nearest to q, cell_nearest's
-    expressions for that piece alone: at a contact, the contact point (the winning piece is
-    at distance R from the centre, every other at least R). Codes (cell_entry's): faces 0-1,
-    edges 2-6, vertices 7-10, walls 11-14, corner lines 15-18."""
+def cell_nearest(i, j, h00, h10, h01, h11, anti, grid, solid, qx, qy, qz, only):
+    """cast._nearest for one point and one cell: the distance to the cell's pieces, the
+    nearest point and the piece's outward normal (faces: up; walls: their axis; NaN for
+    edges and corner lines). With ``only`` >= 0 (a code of cell_entry's: faces 0-1, edges
+    2-6, vertices 7-10, walls 11-14, corner lines 15-18) that piece's alone, taken as
+    nearest: at a contact, the winning piece's point (at distance R from the centre, every
+    other piece at least R), without the tests of the others."""
     x0, y0, dx, dy, last_i, last_j, inverse_dx, inverse_dy = grid
     xa, xb = x0 + i * dx, x0 + (i + 1) * dx
     ya, yb = y0 + j * dy, y0 + (j + 1) * dy
-    if piece < 2:  # a face: the projection onto its plane
-        ax, ay, az, fx, fy, fz = face(
-            piece, h00, h10, h01, h11, anti, xa, xb, ya, yb, inverse_dx, inverse_dy
-        )
-        off = fx * (qx - ax) + fy * (qy - ay) + fz * (qz - az)
-        return qx - off * fx, qy - off * fy, qz - off * fz
-    if piece < 7:  # an edge: the foot on its segment
-        ax, ay, az, bx, by, bz = edge_points(piece - 2, h00, h10, h01, h11, anti, xa, xb, ya, yb)
-        ex, ey, ez = bx - ax, by - ay, bz - az
-        mx, my, mz = qx - ax, qy - ay, qz - az
-        foot = (mx * ex + my * ey + mz * ez) / (ex * ex + ey * ey + ez * ez)
-        foot = minimum(maximum(foot, 0.0), 1.0)
-        return ax + foot * ex, ay + foot * ey, az + foot * ez
-    if piece < 11:  # a vertex
-        k = piece - 7
+    if only >= 7 and only < 11:  # a vertex
+        k = only - 7
         px = xb if k == 1 or k == 3 else xa
         py = yb if k >= 2 else ya
         pz = h00 if k == 0 else (h10 if k == 1 else (h01 if k == 2 else h11))
-        return px, py, pz
-    if piece < 15:  # a wall: the projection onto its plane
-        axis, plane, _, _, _, _, _ = wall(piece - 11, h00, h10, h01, h11, xa, xb, ya, yb)
-        return (plane, qy, qz) if axis == 0 else (qx, plane, qz)
-    # a corner line: its point at q's height, no higher than the corner
-    _, cx, cy, cz = corner(piece - 15, i, j, last_i, last_j, h00, h10, h01, h11, xa, xb, ya, yb)
-    return cx, cy, minimum(qz, cz)
-
-
-@rare_helper
-def cell_nearest(i, j, h00, h10, h01, h11, anti, grid, solid, qx, qy, qz):
-    """cast._nearest for one point and one cell: the distance to the cell's pieces, the
-    nearest point and the piece's outward normal (faces: up; walls: their axis; NaN for
-    edges and corner lines)."""
-    x0, y0, dx, dy, last_i, last_j, inverse_dx, inverse_dy = grid
-    xa, xb = x0 + i * dx, x0 + (i + 1) * dx
-    ya, yb = y0 + j * dy, y0 + (j + 1) * dy
+        gx, gy, gz = qx - px, qy - py, qz - pz
+        return np.sqrt(gx * gx + gy * gy + gz * gz), px, py, pz, NAN, NAN, NAN
+    every = only < 0
     best = INF
     px = py = pz = nx = ny = nz = NAN
     face_0 = face_1 = False  # whether the point projects into the triangle
     for which in range(2):
+        if not (every or only == which):
+            continue
         ax, ay, az, fx, fy, fz = face(
             which, h00, h10, h01, h11, anti, xa, xb, ya, yb, inverse_dx, inverse_dy
         )
         off = fx * (qx - ax) + fy * (qy - ay) + fz * (qz - az)
         cx, cy, cz = qx - off * fx, qy - off * fy, qz - off * fz
-        if in_triangle(which, anti, (cx - xa) * inverse_dx, (cy - ya) * inverse_dy):
+        u, v = (cx - xa) * inverse_dx, (cy - ya) * inverse_dy
+        if only == which or in_triangle(which, anti, u, v):
             if which == 0:
                 face_0 = True
             else:
@@ -437,7 +416,7 @@ def cell_nearest(i, j, h00, h10, h01, h11, anti, grid, solid, qx, qy, qz):
             skip = face_0 if k <= 1 else face_1
         else:
             skip = face_0 if k == 0 or k == 2 else face_1
-        if skip:
+        if skip or not (every or only == 2 + k):
             continue
         ax, ay, az, bx, by, bz = edge_points(k, h00, h10, h01, h11, anti, xa, xb, ya, yb)
         ex, ey, ez = bx - ax, by - ay, bz - az
@@ -452,12 +431,12 @@ def cell_nearest(i, j, h00, h10, h01, h11, anti, grid, solid, qx, qy, qz):
     if not solid:
         return best, px, py, pz, nx, ny, nz
     for k in range(4):
-        if not on_border(k, i, j, last_i, last_j):
+        if not (on_border(k, i, j, last_i, last_j) and (every or only == 11 + k)):
             continue
         axis, plane, sign, low, high, h_low, h_high = wall(k, h00, h10, h01, h11, xa, xb, ya, yb)
         q_axis, along = (qx, qy) if axis == 0 else (qy, qx)
         top = h_low + (h_high - h_low) * ((along - low) / (high - low))
-        if along >= low and along <= high and qz <= top:
+        if only == 11 + k or (along >= low and along <= high and qz <= top):
             distance = abs(q_axis - plane)
             if distance < best:
                 best, pz = distance, qz
@@ -467,7 +446,7 @@ def cell_nearest(i, j, h00, h10, h01, h11, anti, grid, solid, qx, qy, qz):
                     px, py, nx, ny, nz = along, plane, 0.0, sign, 0.0
     for k in range(4):
         has, cx, cy, cz = corner(k, i, j, last_i, last_j, h00, h10, h01, h11, xa, xb, ya, yb)
-        if not has:
+        if not (has and (every or only == 15 + k)):
             continue
         cz = minimum(qz, cz)
         gx, gy, gz = qx - cx, qy - cy, qz - cz
@@ -593,6 +572,7 @@ def _make_cast_rows(solid):
         last_i, last_j = nx - 2, ny - 2
         inverse_dx, inverse_dy = 1.0 / dx, 1.0 / dy
         grid = (x0, y0, dx, dy, last_i, last_j, inverse_dx, inverse_dy)
+        every_piece = np.int64(-1)  # cell_nearest's ``only``: (no literal into a call)
         x1 = x0 + (nx - 1) * dx
         y1 = y0 + (ny - 1) * dy
         # A stretch's live cells (rows 0-2: enter, i, j) and the cast's cells tested so far
@@ -694,6 +674,7 @@ def _make_cast_rows(solid):
                                 found = cell_nearest(
                                     i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
                                     has_anti and anti_of[index] > 0.0, grid, solid, sx, sy, sz,
+                                    every_piece,
                                 )  # fmt: skip
                                 if found[0] < nearest or (found[0] == nearest and found[0] < INF):
                                     nearest, px, py, pz, own_x, own_y, own_z = found
@@ -864,10 +845,12 @@ def _make_cast_rows(solid):
                     cx, cy, cz = sx + t * ux, sy + t * uy, sz + t * uz
                     i, j = best_cell % (nx - 1), best_cell // (nx - 1)
                     k = j * nx + i
-                    px, py, pz = piece_point(
-                        best_piece, i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
-                        has_anti and anti_of[best_cell] > 0.0, grid, cx, cy, cz,
+                    found = cell_nearest(
+                        i, j, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
+                        has_anti and anti_of[best_cell] > 0.0, grid, solid, cx, cy, cz,
+                        best_piece,
                     )  # fmt: skip
+                    px, py, pz = found[1], found[2], found[3]
                     gx, gy, gz = cx - px, cy - py, cz - pz
                     size = np.sqrt(gx * gx + gy * gy + gz * gz)
                     nx_, ny_, nz_ = gx / size, gy / size, gz / size
