@@ -271,17 +271,23 @@ def least(best, piece, entry, code):
 
 
 @rare_helper
-def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, uz, R, early):
+def cell_entry(
+    i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, uz, R, early, limit
+):  # fmt: skip
     """cast._entries for one cast and one cell: the least entry into its pieces (faces,
     edges, vertices and, for the solid on the border, walls and corner lines), and which
-    piece that is (cell_nearest's ``only``). ``grid`` = (x0, y0, dx, dy, last cell i, last cell
-    j, 1 / dx, 1 / dy)."""
+    piece that is (cell_nearest's ``only``); pieces that cannot be entered before ``limit``
+    (the walk's best contact so far) may go untested. ``grid`` = (x0, y0, dx, dy, last cell
+    i, last cell j, 1 / dx, 1 / dy)."""
     x0, y0, dx, dy, last_i, last_j, inverse_dx, inverse_dy = grid
     xa, xb = x0 + i * dx, x0 + (i + 1) * dx
     ya, yb = y0 + j * dy, y0 + (j + 1) * dy
     best = INF
     piece = -1
-    face_0 = face_1 = False  # whether a face's entry is valid (then it is its triangle's)
+    # Whether a triangle's edges and vertices need no test: its face entry is valid (then it
+    # is the triangle's first), or the path enters the slab between the plane's offsets by
+    # R, which holds the triangle grown by R, only after ``limit`` or never.
+    done_0 = done_1 = False
     for which in range(2):
         ax, ay, az, nx, ny, length = face_plane(
             which, h00, h10, h01, h11, anti, xa, xb, ya, yb, inverse_dx, inverse_dy
@@ -297,16 +303,21 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
         qy = sy + t * uy - reach * ny
         valid = (nu < 0.0) if solid else (nu != 0.0)
         u, v = (qx - xa) * inverse_dx, (qy - ya) * inverse_dy
+        done = False
         if valid and in_triangle(which, anti, u, v):
             best, piece = least(best, piece, accept(t, early), which)
-            if which == 0:
-                face_0 = True
-            else:
-                face_1 = True
+            done = True
+        if abs(off) > (R * length) * (1.0 + 1e-9) and not (t >= -early and t <= limit):
+            done = True  # (outside the slab: t is where it enters it, if ahead)
+        if which == 0:
+            done_0 = done
+        else:
+            done_1 = done
     # A triangle's ball-sum is convex and the face's offset plane supports it: where the
     # face entry is valid it is the triangle's first entry, and its edges' and vertices'
     # entries (equal or later) need no test (the reference tests them all: the least is
-    # the same up to rounding where they tie, at the triangle's border).
+    # the same up to rounding where they tie, at the triangle's border); so for a piece of
+    # both triangles (the diagonal, two corners) either one's will do.
     # A side or corner shared with the next cell in x or y is that cell's to test (the
     # least entry stays the same): the path meets the neighbour's grown box, which holds the
     # piece, no later than the piece's own entry, so the walk tests the neighbour unless it
@@ -314,11 +325,11 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
     own_right, own_top = i == last_i, j == last_j
     for k in range(5):
         if k == 4:
-            needed = not (face_0 and face_1)
+            needed = not (done_0 or done_1)
         elif anti:
-            needed = not (face_0 if k <= 1 else face_1)
+            needed = not (done_0 if k <= 1 else done_1)
         else:
-            needed = not (face_0 if k == 0 or k == 2 else face_1)
+            needed = not (done_0 if k == 0 or k == 2 else done_1)
         if (k == 2 and not own_right) or (k == 3 and not own_top):
             needed = False
         if needed:
@@ -327,9 +338,9 @@ def cell_entry(i, j, h00, h10, h01, h11, anti, grid, solid, sx, sy, sz, ux, uy, 
             best, piece = least(best, piece, entry, 2 + k)
     for k in range(4):
         if anti:
-            needed = not (face_0 if k == 0 else (face_1 if k == 3 else face_0 and face_1))
+            needed = not (done_0 if k == 0 else (done_1 if k == 3 else done_0 or done_1))
         else:
-            needed = not (face_0 if k == 1 else (face_1 if k == 2 else face_0 and face_1))
+            needed = not (done_0 if k == 1 else (done_1 if k == 2 else done_0 or done_1))
         if (k & 1 and not own_right) or (k >= 2 and not own_top):
             needed = False
         if needed:
@@ -827,7 +838,7 @@ def _make_cast_rows(solid):
                             entry, piece = cell_entry(
                                 ci, cj, flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1],
                                 has_anti and anti_of[index] > 0.0, grid, solid,
-                                sx, sy, sz, ux, uy, uz, R, early,
+                                sx, sy, sz, ux, uy, uz, R, early, best,
                             )  # fmt: skip
                             if entry < best:
                                 best, best_cell, best_piece = entry, index, piece
