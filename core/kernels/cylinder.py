@@ -222,37 +222,25 @@ def torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r):
 
 
 @helper
-def torus_piece(closest, a2, b2, zeta0, dz, reach_squared, tolerance, r, low, high, convex):
-    """The first root of F in the piece [low, high], inf where none: cylinder_cast's
-    _torus_entry for one piece, then its _newton for one row."""
+def concave_piece(closest, a2, b2, zeta0, dz, reach_squared, tolerance, r, low, high):
+    """The first root of F in the concave piece [low, high], inf where none: cylinder_cast's
+    _torus_entry for one concave piece, then its _newton for one row (leftward from the
+    right end, where F <= 0; a stall from rounding is inside, a hair past the root). The
+    convex pieces are the block's jobs (sphere_cast)."""
     f, step = torus_function(low, closest, a2, b2, zeta0, dz, reach_squared, r)
     if f <= tolerance:
         return low
     if not f > tolerance:
         return INF
-    t = low
-    if not convex:  # positive at its left end, a concave piece has a root only if F(high) <= 0
-        f, step = torus_function(high, closest, a2, b2, zeta0, dz, reach_squared, r)
-        if not f <= tolerance:
-            return INF
-        t = high
-    # _newton: monotone from the root's side.
+    # Positive at its left end, a concave piece has a root only if F(high) <= 0.
+    f, step = torus_function(high, closest, a2, b2, zeta0, dz, reach_squared, r)
+    if not f <= tolerance:
+        return INF
+    t = high
     for _ in range(NEWTON_STEPS):
         after = t - step
-        if convex:
-            done = f <= tolerance
-            moving = after > t and after <= high
-            landed = moving and step * step <= tolerance
-        else:
-            moving = after < t and after >= low
-            done = f >= -tolerance or not moving
-            landed = False
-        if done:
+        if f >= -tolerance or not (after < t and after >= low):
             return t
-        if landed:
-            return after
-        if not moving:
-            return INF
         t = after
         f, step = torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r)
     return INF
@@ -295,8 +283,8 @@ def torus_entry(x0, y0, z0, dz, rim, r, reach, line, lower, upper, convex, block
                 line = (closest, a2, b2, zeta0, dz, reach_squared, tolerance)
                 jobs = add_job(block, jobs, owner, line, r, low, high)
             else:
-                root = torus_piece(
-                    closest, a2, b2, zeta0, dz, reach_squared, tolerance, r, low, high, convex
+                root = concave_piece(
+                    closest, a2, b2, zeta0, dz, reach_squared, tolerance, r, low, high
                 )
                 found = fmin(found, root)
     return found, jobs
@@ -330,7 +318,7 @@ def tube_entry(
         start = fmax(maximum(outer_enter, layer_enter), lower)
         stop = fmin(minimum(outer_leave, layer_leave), distance)
         if start < stop and not (start > hole_enter and stop < hole_leave):
-            convex = rim != rim  # (False: a variable, as torus_piece takes it)
+            convex = rim != rim  # (False; a variable like the solid's, one torus_entry)
             rim_found, jobs = torus_entry(
                 x0,
                 y0,
@@ -588,13 +576,24 @@ def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
             reach, first = block[_REACH, j], block[_FIRST, j]
             line = cast_line(x0, y0, dx, dy)
             owner = 1.0 * j
-            if capped:  # the rim's torus on [first, leave], convex (a job)
-                zeta0 = z0 - (h if z0 + first * dz > h else 0.0)
-                size = 2.0 * (abs(x0) + abs(y0) + abs(zeta0)) + r + 2.0 * reach
-                tolerance = 8.0 * EPSILON * reach * size
-                coefficients = (line[0], line[1], line[2], zeta0, dz, reach * reach, tolerance)
-                if first <= block[_LEAVE, j]:
-                    jobs = add_job(block, jobs, owner, coefficients, r, first, block[_LEAVE, j])
+            if capped:  # the rim's torus on [first, leave], convex: a job
+                rim = h if z0 + first * dz > h else 0.0
+                t, jobs = torus_entry(
+                    x0,
+                    y0,
+                    z0,
+                    dz,
+                    rim,
+                    r,
+                    reach,
+                    line,
+                    first,
+                    block[_LEAVE, j],
+                    capped,
+                    block,
+                    jobs,
+                    owner,
+                )
             else:
                 parallel = dz == 0.0
                 inverse_dz = 1.0 / (1.0 if parallel else dz)
@@ -619,7 +618,7 @@ def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
                 block[_T, j] = t
         # Newton's iterations (cylinder_cast._newton, convex) on all jobs together, one per
         # sweep over those still going on, branch-free (their order in row _J_LIST): F at
-        # t, then torus_piece's checks and step, so the same answers, bit for bit.
+        # t, then _newton's checks and step, so the same answers, bit for bit.
         going = jobs
         for _ in range(NEWTON_STEPS + 0 * going):
             kept = 0
