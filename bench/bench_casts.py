@@ -8,9 +8,9 @@ height 2, capped and as an open tube), lines from 5 units away aimed at random p
 1.2 of the centre (bench_core's rays); each cast moves a sphere of radius 0.1 or 0.5 (times
 the shape's radius) along the same line, from the ray's origin to its target. The terrain:
 bench_terrain_peers.py's 1024 x 1024 mirror-tiled DEM (74 m x 92.5 m cells), lines from
-10 m above its highest point tilted up to 45 degrees, casts of radius 10 m and 74 m (a
-cell) as long as the rays' max_distance; both terrain models (when the heightfield has a
-compiled sphere cast: skipped, with a note, before it exists).
+10 m above its highest point tilted up to 45 degrees, casts of radius 10 m, 37 m (half a
+cell) and 74 m (a cell) as long as the rays' max_distance; both terrain models (when the
+heightfield has a compiled sphere cast: skipped, with a note, before it exists).
 
 Per backend (numba, then numpy for reference; numpy on the terrain with ``--numpy-terrain``
 casts, 5000 by default, its cast walk being ~1000x slower): the CPU time per query on one thread
@@ -78,7 +78,7 @@ def cases(count, rng):
         except ValueError as error:
             print(f"\n(skipped {name}: {error})")
             continue
-        for radius in (10.0, SPACING[0]):
+        for radius in (10.0, 0.5 * SPACING[0], SPACING[0]):
             yield (
                 name,
                 f"{radius:g} m",
