@@ -908,4 +908,13 @@ def occluded(arguments, placement, starts, ends, trim, out, start, stop):
 
 # Sphere casts: kernels/heightfield_cast.py (imported with this module, so that its kernels
 # are decorated while backend.kernels points numba at our cache; it compiles on first use).
-from .heightfield_cast import sphere_cast  # noqa: E402, F401
+# Imported as a module and its sphere_cast looked up when called: imported first, it imports
+# this module, which then finds it here half made.
+from . import heightfield_cast  # noqa: E402
+
+
+def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
+    """Sphere casts start ... stop - 1: heightfield_cast.sphere_cast."""
+    return heightfield_cast.sphere_cast(
+        arguments, placement, starts, ends, radius, out, start, stop
+    )

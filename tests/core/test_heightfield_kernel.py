@@ -186,3 +186,28 @@ def test_the_kernel_gives_the_references_bits(solid):
     assert expected.hit.mean() > 0.2
     for name in ("hit", "distance", "point", "normal", "cell"):
         np.testing.assert_array_equal(getattr(got, name), getattr(expected, name))
+
+
+def test_the_cast_kernels_import_first_in_a_fresh_process():
+    """core/kernels/heightfield_cast.py imported before heightfield.py (its own import of
+    the ray kernels then imports heightfield.py, which imports it back): both load, and the
+    terrain's sphere cast runs through either module."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    script = (
+        "import numpy as np\n"
+        "from core import Heightfield, sphere_cast\n"
+        "from core.backend import kernels\n"
+        "casts = kernels('heightfield_cast')\n"
+        "assert kernels('heightfield').sphere_cast is not None\n"
+        "terrain = Heightfield(np.zeros((4, 4)), spacing=(1.0, 1.0))\n"
+        "print(sphere_cast(terrain, [[1.5, 1.5, 3.0]], [[1.5, 1.5, -1.0]], 0.5).distance)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[2.5]"  # dropped from 3 until 0.5 above the ground
