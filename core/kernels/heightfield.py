@@ -58,6 +58,12 @@ SORT_MIN_CELLS = 1 << 19
 SORT_MIN_RAYS = 256
 
 
+def in_coherent_order(nx, ny, count):
+    """Whether ``count`` rays (or sphere casts) on a terrain of nx x ny heights are traced in
+    the order of the block they start over (the thresholds above)."""
+    return count >= SORT_MIN_RAYS and nx * ny >= SORT_MIN_CELLS
+
+
 def _prefetch_intrinsic(typingctx, array, index):
     """Ask the CPU to start loading ``array[index]`` into the cache (LLVM's prefetch: read,
     high locality); it never faults and changes no result."""
@@ -835,7 +841,7 @@ def raycast(arguments, placement, origins, directions, max_distance, out, start,
     kernels, so that the first query on a small terrain compiles only its walk."""
     trace = _trace(arguments, False)
     nx, ny = arguments[4], arguments[5]
-    if stop - start < SORT_MIN_RAYS or nx * ny < SORT_MIN_CELLS:
+    if not in_coherent_order(nx, ny, stop - start):
         return trace(arguments, placement, origins, directions, max_distance, out, start, stop)
     order, ordered_origins, ordered_directions, limits = _ordered_rays(
         arguments, placement, origins, directions, max_distance, start, stop

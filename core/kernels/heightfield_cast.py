@@ -207,16 +207,25 @@ def on_border(k, i, j, last_i, last_j):
 
 
 @helper
-def corner(k, i, j, last_i, last_j, h00, h10, h01, h11, xa, xb, ya, yb):
-    """_Cell.corners: whether the cell holds the footprint's corner ``k`` (00, 10, 01, 11)
-    and that corner's point."""
+def vertex(k, h00, h10, h01, h11, xa, xb, ya, yb):
+    """The cell's vertex ``k`` (00, 10, 01, 11: x index, then y)."""
     if k == 0:
-        return i == 0 and j == 0, xa, ya, h00
+        return xa, ya, h00
     if k == 1:
-        return i == last_i and j == 0, xb, ya, h10
+        return xb, ya, h10
     if k == 2:
-        return i == 0 and j == last_j, xa, yb, h01
-    return i == last_i and j == last_j, xb, yb, h11
+        return xa, yb, h01
+    return xb, yb, h11
+
+
+@helper
+def corner(k, i, j, last_i, last_j, h00, h10, h01, h11, xa, xb, ya, yb):
+    """_Cell.corners: whether the cell holds the footprint's corner ``k`` (its vertex ``k``)
+    and that corner's point."""
+    x, y, z = vertex(k, h00, h10, h01, h11, xa, xb, ya, yb)
+    at_x = (i == 0) if k == 0 or k == 2 else (i == last_i)
+    at_y = (j == 0) if k <= 1 else (j == last_j)
+    return at_x and at_y, x, y, z
 
 
 @helper
@@ -344,9 +353,7 @@ def cell_entry(
         if (k & 1 and not own_right) or (k >= 2 and not own_top):
             needed = False
         if needed:
-            px = xb if k == 1 or k == 3 else xa
-            py = yb if k >= 2 else ya
-            pz = h00 if k == 0 else (h10 if k == 1 else (h01 if k == 2 else h11))
+            px, py, pz = vertex(k, h00, h10, h01, h11, xa, xb, ya, yb)
             entry = vertex_entry(px, py, pz, sx, sy, sz, ux, uy, uz, R, early)
             best, piece = least(best, piece, entry, 7 + k)
     if not solid:
@@ -393,10 +400,7 @@ def cell_nearest(i, j, h00, h10, h01, h11, anti, grid, solid, qx, qy, qz, only):
     xa, xb = x0 + i * dx, x0 + (i + 1) * dx
     ya, yb = y0 + j * dy, y0 + (j + 1) * dy
     if only >= 7 and only < 11:  # a vertex
-        k = only - 7
-        px = xb if k == 1 or k == 3 else xa
-        py = yb if k >= 2 else ya
-        pz = h00 if k == 0 else (h10 if k == 1 else (h01 if k == 2 else h11))
+        px, py, pz = vertex(only - 7, h00, h10, h01, h11, xa, xb, ya, yb)
         gx, gy, gz = qx - px, qy - py, qz - pz
         return np.sqrt(gx * gx + gy * gy + gz * gz), px, py, pz, NAN, NAN, NAN
     every = only < 0
@@ -494,11 +498,9 @@ def box_entry(xa, xb, ya, yb, bottom, top, ta, tb, sx, sy, sz, ux, uy, uz, inver
     """cast._box_entry: the part [enter, leave] of [ta, tb] where the centre may be within
     R of the pieces in the box (in the box grown by R and, for a finite box, in the ball
     of radius R + half its diagonal around its middle); enter inf where never."""
-    ex, lx = slab(sx, ux, inverse[0], xa - R, xb + R)
-    ey, ly = slab(sy, uy, inverse[1], ya - R, yb + R)
-    ez, lz = slab(sz, uz, inverse[2], bottom - R, top + R)
-    enter = maximum(maximum(ex, ey), maximum(ez, ta))
-    leave = minimum(minimum(lx, ly), minimum(lz, tb))
+    enter, leave = grown_box_entry(
+        xa, xb, ya, yb, bottom, top, ta, tb, sx, sy, sz, ux, uy, uz, inverse, R
+    )
     if not (enter <= leave and enter <= best):
         return INF, leave  # the ball only narrows the interval: no need to look
     bounded = bottom > -INF
@@ -914,7 +916,7 @@ def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
     read the same heights and extremes from the cache, cast in that order and their
     answers scattered back (as the ray kernel does with its rays)."""
     nx, ny = arguments[5], arguments[6]
-    if stop - start < ray_kernels.SORT_MIN_RAYS or nx * ny < ray_kernels.SORT_MIN_CELLS:
+    if not ray_kernels.in_coherent_order(nx, ny, stop - start):
         return cast_span(arguments, placement, starts, ends, radius, out, start, stop)
     # The ray kernel's gather: starts and ends as its origins and directions, the radii
     # (one, or one per cast) as its limits; the same types, so it compiles once for both.
