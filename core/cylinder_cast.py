@@ -28,9 +28,12 @@ at transversal contacts and linear at tangent ones; a convex step of length s la
 Fast path: M lies in the box rho <= r + R, -R <= z <= h + R, so where the box's first point
 is in M it is the answer (most casts). A capped cylinder's box is M but for its corners past
 the rims; a cast entering a corner meets that rim's torus first (leaving the corner toward
-the cylinder crosses it), where F is convex (rho >= r): one piece. An open tube's casts that
-enter through its ends or hole take the whole path: the shell skipping the hole, and the
-tori only where the path crosses a rim layer before the shell outside the hole.
+the cylinder crosses it), where F is convex (rho >= r): one piece. An open tube's casts whose
+first point is in its hole (rho < r - R) stay clear of M until they leave the hole's
+cylinder: onto the inner wall between the end planes, or past the box's ends (no contact).
+The other casts that enter through its ends or hole take the whole path: the shell skipping
+the hole, and the tori only where the path crosses a rim layer before the shell outside
+the hole.
 """
 
 from __future__ import annotations
@@ -69,18 +72,34 @@ def sphere_cast_cylinder(cylinder, start, direction, radius):
     s = first - line.closest
     rho_squared = line.speed_squared * s * s + line.miss_squared
     between_caps = (z >= 0.0) & (z <= h)
+    answer = first
     if cylinder.capped:
         settled = between_caps | (rho_squared <= r * r)
     else:
         hole = np.fmax(r - reach, zeros)
         settled = between_caps & (rho_squared >= hole * hole)
+        # In the hole: from a first point on an end of the box, inside the cylinder
+        # rho < r - R, the line stays clear of the shell and both tori (all at rho >= r - R)
+        # until it leaves that cylinder: onto the shell's inner wall where it leaves between
+        # the end planes (the answer), beyond the box's ends where it leaves past them (no
+        # contact); else it leaves through a rim's layer (the whole path, below). (Only a
+        # first point on an end or the start, beyond the end planes: with R = 0 the hole's
+        # cylinder is the box's side, where rounding could put a point on it inside.)
+        hole_leave = line.radial_interval(hole)[1]
+        z_out = line.z0 + hole_leave * line.dz
+        on_end = ~between_caps & ((slab_enter >= outer_enter) | (enter <= 0.0))
+        inside = on_end & (rho_squared < hole * hole) & (hole_leave >= first)
+        onto_wall = inside & (z_out >= 0.0) & (z_out <= h)
+        through = inside & ((z_out < -reach) | (z_out > h + reach))
+        answer = np.where(onto_wall, hole_leave, np.where(through, np.inf, first))
+        settled = settled | onto_wall | through
     in_box = (enter <= leave) & (leave >= 0.0)
     answered = in_box & settled
-    distance = first / answered  # inf or NaN (none) where not answered: no np.where
+    distance = answer / answered  # inf or NaN (none) where not answered: no np.where
 
     # The rest enter the box elsewhere: a solid's corner beyond a rim (then the first
     # contact, if any, is on that rim's torus: leaving the corner toward the cylinder
-    # crosses the torus), or the tube's ends and hole.
+    # crosses the torus), or the tube's ends and hole, leaving the hole through a rim.
     rest = np.flatnonzero(in_box ^ answered)
     if len(rest):
         part = line.take(rest)

@@ -409,7 +409,11 @@ _T, _FIRST, _LEAVE, _FLAG, _LIST = range(14, 19)
 # function's coefficients (torus_function), the tolerance, the piece's end, Newton's t, the
 # answer, the jobs still going on (their order) and the cast owning the job.
 _J_CLOSEST, _J_A2, _J_B2, _J_ZETA0, _J_DZ, _J_REACH2, _J_TOLERANCE = range(20, 27)
-_J_HIGH, _J_T, _J_FOUND, _J_LIST, _J_OWNER, _BLOCK_ROWS = range(27, 33)
+_J_HIGH, _J_T, _J_FOUND, _J_LIST, _J_OWNER, _J_GOING, _BLOCK_ROWS = range(27, 34)
+
+# Newton sweeps over every job of a block, in SIMD, before the jobs still going on are
+# listed: most converge within these (measured: ~4 evaluations per job on bench_casts' lines).
+DENSE_SWEEPS = 5
 
 
 @helper
@@ -441,9 +445,9 @@ def box_entries(p0, frame, h, r, capped, placement, starts, ends, radius, begin,
     """Casts begin ... begin + count - 1 into a block: the cast (cast_direction's unit
     direction and length, bit for bit), its line in the cylinder's frame
     (cylinder_cast._Line) and the fast path, the first point of the box rho <= r + R,
-    -R <= z <= h + R where it is in M (row _T; inf where the line misses the box); row
-    _FLAG 1 where the cast enters the box elsewhere. Branch-free (SIMD). Returns how many
-    casts are bad (a non-finite start or end)."""
+    -R <= z <= h + R where it is in M, or for the tube the hole's answer (row _T; inf
+    where the line misses the box); row _FLAG 1 where the cast needs the whole path.
+    Branch-free (SIMD). Returns how many casts are bad (a non-finite start or end)."""
     starts = starts[3 * begin : 3 * (begin + count)]
     ends = ends[3 * begin : 3 * (begin + count)]
     step = 1 if radius.shape[0] > 1 else 0  # (its own loop: an indexed read stops SIMD)
@@ -479,12 +483,21 @@ def box_entries(p0, frame, h, r, capped, placement, starts, ends, radius, begin,
         settled = (capped & (between_caps | (rho_squared <= r * r))) | (
             ~capped & between_caps & (rho_squared >= hole * hole)
         )
+        # The tube's hole: the line leaves it onto the inner wall, or past the box's ends.
+        hole_leave = radial_interval(closest, inverse_speed_squared, b2, along_axis, hole)[1]
+        z_out = z0 + hole_leave * dz
+        on_end = ~between_caps & ((slab_enter >= outer_enter) | (enter <= 0.0))
+        inside = ~capped & on_end & (rho_squared < hole * hole) & (hole_leave >= first)
+        onto_wall = inside & (z_out >= 0.0) & (z_out <= h)
+        through = inside & ((z_out < -reach) | (z_out > h + reach))
+        answer = hole_leave if onto_wall else (INF if through else first)
+        settled = settled | onto_wall | through
         block[_SX, j], block[_SY, j], block[_SZ, j] = sx, sy, sz
         block[_UX, j], block[_UY, j], block[_UZ, j], block[_LENGTH, j] = ux, uy, uz, length
         block[_X0, j], block[_Y0, j], block[_Z0, j] = x0, y0, z0
         block[_DX, j], block[_DY, j], block[_DZ, j] = dx, dy, dz
         block[_REACH, j] = reach
-        block[_T, j] = first if in_box & settled else INF
+        block[_T, j] = answer if in_box & settled else INF
         block[_FIRST, j], block[_LEAVE, j] = first, leave
         block[_FLAG, j] = 1.0 if in_box & ~settled else 0.0
     return bad
@@ -540,118 +553,165 @@ def write_contacts(p0, frame, h, r, capped, placement, begin, count, block, out)
         normal[3 * j], normal[3 * j + 1], normal[3 * j + 2] = nx * gate, ny * gate, nz * gate
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+def _make_sphere_cast(capped):
+    """The sphere cast compiled for one kind, capped or open (``capped`` is a constant of the
+    closure: numba drops the other kind's branches before it types the function, as the
+    terrain's _make_cast_rows does; one kind's first use compiles only its own kernel)."""
+
+    @njit(cache=True, nogil=True, error_model="numpy")
+    def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
+        """Casts start ... stop - 1 by blocks, as the ray kernels: the fast path and the
+        contacts for a whole block in branch-free loops (SIMD); the tori only for the casts
+        that need them, listed. Their rim tori's convex pieces are solved together: Newton
+        sweeps over all of them in SIMD, then one iteration per piece still going on per
+        branch-free sweep, so the casts' iterations overlap instead of each waiting on its own
+        square root and division (bench_casts' lines, CPU per cast: capped R = 0.5 39 -> 28
+        ns with the listed sweeps alone, 29 -> 20 ns with the SIMD sweeps first)."""
+        p0, frame, h, r, _ = arguments
+        hit, distance, center, point, normal = out
+        starts, ends = starts.reshape(starts.size), ends.reshape(ends.size)
+        center, point = center.reshape(center.size), point.reshape(point.size)
+        out = (hit, distance, center, point, normal.reshape(normal.size))
+        block = np.empty((_BLOCK_ROWS, 4 * BLOCK + 8))  # (up to 4 jobs per cast; rows not 4K apart)
+        bad = 0
+        for begin in range(start, stop, BLOCK):
+            count = stop - begin if stop - begin < BLOCK else BLOCK  # no min() to compile
+            bad += box_entries(
+                p0, frame, h, r, capped, placement, starts, ends, radius, begin, count, block
+            )
+            # The rest enter the box elsewhere: a solid's corner beyond a rim (then that rim's
+            # torus, where F is convex), or the tube's ends and hole. Listed: a store at every
+            # cast and a count, no branch.
+            listed = 0
+            for j in range(count):
+                block[_LIST, listed] = j
+                listed += 1 if block[_FLAG, j] != 0.0 else 0
+            # Their rim tori's convex pieces become jobs (add_job), solved together below.
+            jobs = 0 * listed  # (an int64, not the literal 0: one compile of tube_entry)
+            for k in range(listed):
+                j = int(block[_LIST, k])
+                x0, y0, z0 = block[_X0, j], block[_Y0, j], block[_Z0, j]
+                dx, dy, dz = block[_DX, j], block[_DY, j], block[_DZ, j]
+                reach, first = block[_REACH, j], block[_FIRST, j]
+                line = cast_line(x0, y0, dx, dy)
+                owner = 1.0 * j
+                if capped:  # the rim's torus on [first, leave], convex: a job
+                    rim = h if z0 + first * dz > h else 0.0
+                    t, jobs = torus_entry(
+                        x0,
+                        y0,
+                        z0,
+                        dz,
+                        rim,
+                        r,
+                        reach,
+                        line,
+                        first,
+                        block[_LEAVE, j],
+                        capped,
+                        block,
+                        jobs,
+                        owner,
+                    )
+                else:
+                    parallel = dz == 0.0
+                    inverse_dz = 1.0 / (1.0 if parallel else dz)
+                    along_axis = line[1] == 0.0
+                    t, jobs = tube_entry(
+                        x0,
+                        y0,
+                        z0,
+                        dz,
+                        inverse_dz,
+                        parallel,
+                        along_axis,
+                        r,
+                        h,
+                        reach,
+                        line,
+                        first,
+                        block,
+                        jobs,
+                        owner,
+                    )
+                    block[_T, j] = t
+            # Newton's iterations (cylinder_cast._newton, convex) on all jobs together: F at t,
+            # then _newton's checks and step, so the same answers, bit for bit. First
+            # DENSE_SWEEPS sweeps over every job, a finished one keeping its values (selects:
+            # LLVM runs the sweep in SIMD, several jobs' square roots and divisions at once);
+            # then one iteration per sweep over those still going on, listed (row _J_LIST).
+            for k in range(jobs):
+                block[_J_GOING, k] = 1.0
+            for _ in range(DENSE_SWEEPS):
+                for k in range(jobs):
+                    t, tolerance = block[_J_T, k], block[_J_TOLERANCE, k]
+                    f, step = torus_function(
+                        t,
+                        block[_J_CLOSEST, k],
+                        block[_J_A2, k],
+                        block[_J_B2, k],
+                        block[_J_ZETA0, k],
+                        block[_J_DZ, k],
+                        block[_J_REACH2, k],
+                        r,
+                    )
+                    after = t - step
+                    done = f <= tolerance
+                    moving = (after > t) & (after <= block[_J_HIGH, k])
+                    landed = moving & (step * step <= tolerance)
+                    found = t if done else (after if landed else INF)
+                    going = block[_J_GOING, k] != 0.0
+                    block[_J_FOUND, k] = found if going else block[_J_FOUND, k]
+                    block[_J_T, k] = after if going else t
+                    still = going & ~(done | landed | ~moving)
+                    block[_J_GOING, k] = 1.0 if still else 0.0
+            going = 0 * jobs
+            for k in range(jobs):
+                block[_J_LIST, going] = k
+                going += 1 if block[_J_GOING, k] != 0.0 else 0
+            for _ in range(NEWTON_STEPS - DENSE_SWEEPS + 0 * going):
+                if going == 0:
+                    break
+                kept = 0
+                for i in range(going):
+                    k = int(block[_J_LIST, i])
+                    t, tolerance = block[_J_T, k], block[_J_TOLERANCE, k]
+                    f, step = torus_function(
+                        t,
+                        block[_J_CLOSEST, k],
+                        block[_J_A2, k],
+                        block[_J_B2, k],
+                        block[_J_ZETA0, k],
+                        block[_J_DZ, k],
+                        block[_J_REACH2, k],
+                        r,
+                    )
+                    after = t - step
+                    done = f <= tolerance
+                    moving = (after > t) & (after <= block[_J_HIGH, k])
+                    landed = moving & (step * step <= tolerance)
+                    block[_J_FOUND, k] = t if done else (after if landed else INF)
+                    block[_J_T, k] = after
+                    block[_J_LIST, kept] = k
+                    kept += 0 if done | landed | ~moving else 1
+                going = kept
+            for k in range(jobs):  # each cast's first root: the least of its pieces'
+                j = int(block[_J_OWNER, k])
+                block[_T, j] = fmin(block[_T, j], block[_J_FOUND, k])
+            for k in range(listed):
+                j = int(block[_LIST, k])
+                t = block[_T, j]
+                block[_T, j] = t if t < INF else INF
+            write_contacts(p0, frame, h, r, capped, placement, begin, count, block, out)
+        return bad
+
+    return sphere_cast
+
+
+_SPHERE_CASTS = {capped: _make_sphere_cast(capped) for capped in (False, True)}
+
+
 def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
-    """Casts start ... stop - 1 by blocks, as the ray kernels: the fast path and the
-    contacts for a whole block in branch-free loops (SIMD); the tori only for the casts
-    that need them, listed. Their rim tori's convex pieces are solved together: one Newton
-    iteration per piece still going on per branch-free sweep, so the casts' iterations
-    overlap instead of each waiting on its own square root and division (bench_casts'
-    lines, CPU per cast: capped R = 0.5 39 -> 28 ns, open tube R = 0.5 73 -> 61 ns)."""
-    p0, frame, h, r, capped = arguments
-    hit, distance, center, point, normal = out
-    starts, ends = starts.reshape(starts.size), ends.reshape(ends.size)
-    center, point = center.reshape(center.size), point.reshape(point.size)
-    out = (hit, distance, center, point, normal.reshape(normal.size))
-    block = np.empty((_BLOCK_ROWS, 4 * BLOCK + 8))  # (up to 4 jobs per cast; rows not 4K apart)
-    bad = 0
-    for begin in range(start, stop, BLOCK):
-        count = stop - begin if stop - begin < BLOCK else BLOCK  # no min() to compile
-        bad += box_entries(
-            p0, frame, h, r, capped, placement, starts, ends, radius, begin, count, block
-        )
-        # The rest enter the box elsewhere: a solid's corner beyond a rim (then that rim's
-        # torus, where F is convex), or the tube's ends and hole. Listed: a store at every
-        # cast and a count, no branch.
-        listed = 0
-        for j in range(count):
-            block[_LIST, listed] = j
-            listed += 1 if block[_FLAG, j] != 0.0 else 0
-        # Their rim tori's convex pieces become jobs (add_job), solved together below.
-        jobs = 0 * listed  # (an int64, not the literal 0: one compile of tube_entry)
-        for k in range(listed):
-            j = int(block[_LIST, k])
-            x0, y0, z0 = block[_X0, j], block[_Y0, j], block[_Z0, j]
-            dx, dy, dz = block[_DX, j], block[_DY, j], block[_DZ, j]
-            reach, first = block[_REACH, j], block[_FIRST, j]
-            line = cast_line(x0, y0, dx, dy)
-            owner = 1.0 * j
-            if capped:  # the rim's torus on [first, leave], convex: a job
-                rim = h if z0 + first * dz > h else 0.0
-                t, jobs = torus_entry(
-                    x0,
-                    y0,
-                    z0,
-                    dz,
-                    rim,
-                    r,
-                    reach,
-                    line,
-                    first,
-                    block[_LEAVE, j],
-                    capped,
-                    block,
-                    jobs,
-                    owner,
-                )
-            else:
-                parallel = dz == 0.0
-                inverse_dz = 1.0 / (1.0 if parallel else dz)
-                along_axis = line[1] == 0.0
-                t, jobs = tube_entry(
-                    x0,
-                    y0,
-                    z0,
-                    dz,
-                    inverse_dz,
-                    parallel,
-                    along_axis,
-                    r,
-                    h,
-                    reach,
-                    line,
-                    first,
-                    block,
-                    jobs,
-                    owner,
-                )
-                block[_T, j] = t
-        # Newton's iterations (cylinder_cast._newton, convex) on all jobs together, one per
-        # sweep over those still going on, branch-free (their order in row _J_LIST): F at
-        # t, then _newton's checks and step, so the same answers, bit for bit.
-        going = jobs
-        for _ in range(NEWTON_STEPS + 0 * going):
-            kept = 0
-            for i in range(going):
-                k = int(block[_J_LIST, i])
-                t, tolerance = block[_J_T, k], block[_J_TOLERANCE, k]
-                f, step = torus_function(
-                    t,
-                    block[_J_CLOSEST, k],
-                    block[_J_A2, k],
-                    block[_J_B2, k],
-                    block[_J_ZETA0, k],
-                    block[_J_DZ, k],
-                    block[_J_REACH2, k],
-                    r,
-                )
-                after = t - step
-                done = f <= tolerance
-                moving = (after > t) & (after <= block[_J_HIGH, k])
-                landed = moving & (step * step <= tolerance)
-                block[_J_FOUND, k] = t if done else (after if landed else INF)
-                block[_J_T, k] = after
-                block[_J_LIST, kept] = k
-                kept += 0 if done | landed | ~moving else 1
-            going = kept
-            if going == 0:
-                break
-        for k in range(jobs):  # each cast's first root: the least of its pieces'
-            j = int(block[_J_OWNER, k])
-            block[_T, j] = fmin(block[_T, j], block[_J_FOUND, k])
-        for k in range(listed):
-            j = int(block[_LIST, k])
-            t = block[_T, j]
-            block[_T, j] = t if t < INF else INF
-        write_contacts(p0, frame, h, r, capped, placement, begin, count, block, out)
-    return bad
+    """Casts start ... stop - 1 (see core/backend.py), by the kernel of the cylinder's kind."""
+    cast = _SPHERE_CASTS[arguments[4]]
+    return cast(arguments, placement, starts, ends, radius, out, start, stop)

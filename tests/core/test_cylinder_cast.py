@@ -286,6 +286,41 @@ def test_parallel_to_the_axis_onto_cap_rim_and_through_the_tube():
         check_casts(casts, starts, ends, reach, np.zeros(3), np.array([0, 0, h]), r, capped)
 
 
+def test_casts_into_the_tube_through_its_open_end():
+    """Down into the tube through its top, in the plane y = 0 from x = q (|q| < r - R) tilted
+    by theta toward +x: the centre stays in the hole, clear of the shell and the rim tori,
+    until x = r - R, the inner wall, at t = (r - R - q) / sin(theta) below the start, where
+    that is between the end planes; a steeper cast leaves through the bottom (nothing, or
+    the bottom rim's torus from inside, near the bottom end)."""
+    r, h, reach, above = 1.0, 2.0, 0.25, 0.5
+    tube = Cylinder((0, 0, 0), (0, 0, h), r, capped=False)
+    rows = []
+    for q in (-0.7, -0.3, 0.0, 0.4, 0.74):
+        for theta in (0.0, 1e-9, 0.05, 0.2, 0.35, 0.6, 1.0, 1.4):
+            rows.append((q, theta))
+    starts = np.array([[q, 0.0, h + above] for q, _ in rows])
+    units = np.array([[np.sin(theta), 0.0, -np.cos(theta)] for _, theta in rows])
+    ends = starts + 20.0 * units
+    casts = sphere_cast(tube, starts, ends, reach)
+    onto_wall = through = 0
+    for row, (q, theta) in enumerate(rows):
+        q_, theta_ = mp.mpf(q), mp.mpf(theta)
+        if theta == 0.0:
+            assert not casts.hit[row], (q, theta)  # straight through the hole
+            continue
+        expected = (mp.mpf(r - reach) - q_) / mp.sin(theta_)
+        wall_z = h + above - expected * mp.cos(theta_)
+        if 0 <= wall_z <= h:
+            assert casts.hit[row], (q, theta)
+            assert abs(casts.distance[row] - float(expected)) < 1e-13, (q, theta)
+            onto_wall += 1
+        elif wall_z < -reach:
+            assert not casts.hit[row], (q, theta)  # out through the bottom, untouched
+            through += 1
+    assert onto_wall >= 8 and through >= 10
+    check_casts(casts, starts, ends, reach, np.zeros(3), np.array([0, 0, h]), r, False)
+
+
 def test_radial_casts_from_the_axis_meet_the_inner_wall():
     """From the tube's axis the inner wall is r - R away in every radial direction; with
     R >= r the start overlaps the wall."""
