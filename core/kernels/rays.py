@@ -103,7 +103,7 @@ def read_rays(origins, directions, begin, count, block):
 def rare_helper(function):
     """A :func:`helper` that LLVM does not inline: code that runs rarely (out of the loop's
     way, e.g. read_rays's fix-up of extreme lengths), or whose work dwarfs a call
-    (heightfield_cast's tests of one cell), called instead, so each kernel's module stays
+    (heightfield_cast's nearest point of one cell), called instead, so each kernel's module stays
     small and fast to optimize (with the reshapes below, the cylinder's raycast first use
     2.8 -> 2.3 s CPU)."""
     # numba's options without a Python wrapper are missing from its type stubs.
