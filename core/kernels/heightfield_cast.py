@@ -289,7 +289,7 @@ def cell_entry(
     (the walk's best contact so far) may go untested. ``grid`` = (x0, y0, dx, dy, last cell
     i, last cell j, 1 / dx, 1 / dy). Inlined into the walk, its one caller: called out of
     line, its ~20 arguments made a cast 3-6 % slower (bench_casts' terrain, back to back),
-    for 0.1-0.5 s less first compile."""
+    for 0.1-0.6 s less first compile."""
     x0, y0, dx, dy, last_i, last_j, inverse_dx, inverse_dy = grid
     xa, xb = x0 + i * dx, x0 + (i + 1) * dx
     ya, yb = y0 + j * dy, y0 + (j + 1) * dy
