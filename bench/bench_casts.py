@@ -1,7 +1,7 @@
 """Sphere casts next to ray casts on the same shapes: casts/s, rays/s and what a cast costs
 in rays (issue 13's target: a cast costs at most 2x a ray on the same shape).
 
-    .venv/bin/python bench/bench_casts.py [--casts 100000] [--repeat 5]
+    .venv/bin/python bench/bench_casts.py [--casts 100000] [--repeat 5] [--sweep]
 
 Shapes and lines: the sphere and the cylinder of bench_core.py (radius 1; the cylinder of
 height 2, capped and as an open tube), lines from 5 units away aimed at random points within
@@ -17,6 +17,11 @@ casts, 5000 by default, its cast walk being ~1000x slower): the CPU time per que
 (process_time, NUMBA_NUM_THREADS=1 for the kernels; the machine's cores are shared, and CPU
 time is what load disturbs least), the ratio cast/ray of those, and the wall-clock rates with
 every thread (numba's default), best of ``--repeat``, rays and casts interleaved.
+
+With ``--sweep``: where the target holds. Numba only, CPU per query on one thread, the ray
+and the casts of every radius interleaved: the open tube at radii 0.05-0.5 (times its
+radius; the capped cylinder beside it) and both terrain models at 5-74 m (74 m x 92.5 m
+cells).
 """
 
 import argparse
@@ -92,13 +97,74 @@ def cases(count, rng):
             )
 
 
+SWEEP_CYLINDER_RADII = (0.05, 0.1, 0.15, 0.2, 0.3, 0.5)
+SWEEP_TERRAIN_RADII = (5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 37.0, 74.0)
+
+
+def sweep(count, repeat):
+    """The cast / ray ratio against the cast's radius (module docstring)."""
+    rng = np.random.default_rng(0)
+    origins, directions = rays_toward(rng, count, np.zeros(3), 1.2)
+    lines = [
+        (name, shape, origins, directions, origins + directions, np.inf, SWEEP_CYLINDER_RADII)
+        for name, shape in (
+            ("capped cylinder", Cylinder((0, 0, -1), (0, 0, 1), 1.0)),
+            ("open tube", Cylinder((0, 0, -1), (0, 0, 1), 1.0, capped=False)),
+        )
+    ]
+    heights = terrains()[1][1]
+    terrain_origins, terrain_directions = rays_from_above(heights, count, rng)
+    length = 3.0 * (heights.max() - heights.min() + 10.0)
+    terrain_ends = terrain_origins + length * terrain_directions
+    for solid in (True, False):
+        lines.append(
+            (
+                f"DEM 1024^2, {'solid' if solid else 'surface'}",
+                Heightfield(heights, spacing=SPACING, solid=solid),
+                terrain_origins,
+                terrain_directions,
+                terrain_ends,
+                length,
+                SWEEP_TERRAIN_RADII,
+            )
+        )
+    rows = []
+    for name, shape, origins, directions, ends, limit, radii in lines:
+        functions = [functools.partial(raycast, shape, origins, directions, limit)]
+        functions += [functools.partial(sphere_cast, shape, origins, ends, r) for r in radii]
+        with use("numba"):
+            for function in functions:
+                function()  # compile / warm up
+            cpu, _ = best_of(functions, repeat, one_thread=True)
+        for radius, cast_cpu in zip(radii, cpu[1:]):
+            rows.append(
+                (
+                    name,
+                    f"{radius:g}" + (" m" if limit == length else ""),
+                    f"{cpu[0] / count * 1e9:.1f} ns",
+                    f"{cast_cpu / count * 1e9:.1f} ns",
+                    f"{cast_cpu / cpu[0]:.2f}x",
+                )
+            )
+    print_table(
+        f"Cast / ray against the cast's radius ({count:,} each; numba, CPU per query on one "
+        "thread)",
+        ("shape", "cast radius", "ray CPU", "cast CPU", "cast / ray"),
+        rows,
+    )
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--casts", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--numpy-terrain", type=int, default=5000)
+    parser.add_argument("--sweep", action="store_true", help="cast / ray against the radius")
     arguments = parser.parse_args()
     count = arguments.casts
+    if arguments.sweep:
+        sweep(count, arguments.repeat)
+        return
     rows = []
     for name, label, shape, all_origins, all_directions, all_ends, limit, radius, terrain in cases(
         count, np.random.default_rng(0)
