@@ -57,19 +57,18 @@ def best_of(functions, repeat, one_thread):
     return cpu, wall
 
 
-def cases(count, rng):
-    """(shape name, cast radius label, shape, origins, directions, ends, max_distance, radius,
-    whether it is a terrain)."""
+def shapes(count, rng):
+    """(shape name, shape, origins, directions, ends, max_distance, whether it is a
+    terrain): the analytic shapes on one set of lines, then both terrain models on theirs
+    (a model without a compiled sphere cast skipped, with a note)."""
     origins, directions = rays_toward(rng, count, np.zeros(3), 1.2)
     ends = origins + directions
-    analytic = [
+    for name, shape in (
         ("sphere", Sphere((0, 0, 0), 1.0)),
         ("capped cylinder", Cylinder((0, 0, -1), (0, 0, 1), 1.0)),
         ("open tube", Cylinder((0, 0, -1), (0, 0, 1), 1.0, capped=False)),
-    ]
-    for name, shape in analytic:
-        for radius in (0.1, 0.5):
-            yield name, f"{radius}", shape, origins, directions, ends, np.inf, radius, False
+    ):
+        yield name, shape, origins, directions, ends, np.inf, False
     heights = terrains()[1][1]
     terrain_origins, terrain_directions = rays_from_above(heights, count, rng)
     length = 3.0 * (heights.max() - heights.min() + 10.0)
@@ -83,18 +82,22 @@ def cases(count, rng):
         except ValueError as error:
             print(f"\n(skipped {name}: {error})")
             continue
-        for radius in (10.0, 0.5 * SPACING[0], SPACING[0]):
-            yield (
-                name,
-                f"{radius:g} m",
-                terrain,
-                terrain_origins,
-                terrain_directions,
-                terrain_ends,
-                length,
-                radius,
-                True,
-            )
+        yield name, terrain, terrain_origins, terrain_directions, terrain_ends, length, True
+
+
+def radius_label(radius, terrain):
+    """A cast radius as the tables print it (metres on the terrain)."""
+    return f"{radius:g} m" if terrain else f"{radius}"
+
+
+def cases(count, rng):
+    """(shape name, cast radius label, shape, origins, directions, ends, max_distance, radius,
+    whether it is a terrain)."""
+    for name, shape, origins, directions, ends, limit, terrain in shapes(count, rng):
+        radii = (10.0, 0.5 * SPACING[0], SPACING[0]) if terrain else (0.1, 0.5)
+        for radius in radii:
+            label = radius_label(radius, terrain)
+            yield name, label, shape, origins, directions, ends, limit, radius, terrain
 
 
 SWEEP_CYLINDER_RADII = (0.05, 0.1, 0.15, 0.2, 0.3, 0.5)
@@ -102,34 +105,14 @@ SWEEP_TERRAIN_RADII = (5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 37.0, 74.0)
 
 
 def sweep(count, repeat):
-    """The cast / ray ratio against the cast's radius (module docstring)."""
-    rng = np.random.default_rng(0)
-    origins, directions = rays_toward(rng, count, np.zeros(3), 1.2)
-    lines = [
-        (name, shape, origins, directions, origins + directions, np.inf, SWEEP_CYLINDER_RADII)
-        for name, shape in (
-            ("capped cylinder", Cylinder((0, 0, -1), (0, 0, 1), 1.0)),
-            ("open tube", Cylinder((0, 0, -1), (0, 0, 1), 1.0, capped=False)),
-        )
-    ]
-    heights = terrains()[1][1]
-    terrain_origins, terrain_directions = rays_from_above(heights, count, rng)
-    length = 3.0 * (heights.max() - heights.min() + 10.0)
-    terrain_ends = terrain_origins + length * terrain_directions
-    for solid in (True, False):
-        lines.append(
-            (
-                f"DEM 1024^2, {'solid' if solid else 'surface'}",
-                Heightfield(heights, spacing=SPACING, solid=solid),
-                terrain_origins,
-                terrain_directions,
-                terrain_ends,
-                length,
-                SWEEP_TERRAIN_RADII,
-            )
-        )
+    """The cast / ray ratio against the cast's radius (module docstring; not the sphere)."""
     rows = []
-    for name, shape, origins, directions, ends, limit, radii in lines:
+    for name, shape, origins, directions, ends, limit, terrain in shapes(
+        count, np.random.default_rng(0)
+    ):
+        if name == "sphere":
+            continue
+        radii = SWEEP_TERRAIN_RADII if terrain else SWEEP_CYLINDER_RADII
         functions = [functools.partial(raycast, shape, origins, directions, limit)]
         functions += [functools.partial(sphere_cast, shape, origins, ends, r) for r in radii]
         with use("numba"):
@@ -140,7 +123,7 @@ def sweep(count, repeat):
             rows.append(
                 (
                     name,
-                    f"{radius:g}" + (" m" if limit == length else ""),
+                    radius_label(radius, terrain),
                     f"{cpu[0] / count * 1e9:.1f} ns",
                     f"{cast_cpu / count * 1e9:.1f} ns",
                     f"{cast_cpu / cpu[0]:.2f}x",
