@@ -1,9 +1,21 @@
-"""Which implementation answers the queries: compiled numba kernels or the numpy reference.
+"""Which implementation answers a query: a compiled numba kernel or the numpy reference.
 
-``backend()`` is "numba" when numba imports and "numpy" otherwise; the environment variable
-``GEOMETRY_QUERIES_BACKEND=numpy`` forces the numpy reference, ``=numba`` demands numba (and
-fails clearly without it). ``use("numpy")`` switches for a ``with`` block (tests compare the
-two). Both backends give the same answers; the numpy modules are the readable reference.
+Both give the same answers bit for bit; the numpy modules are the readable reference. The
+choice serves latency (the latency rule): a query runs on its compiled kernel when
+
+* that kernel is already loaded in this process (a query of its kind ran compiled here, or
+  core/prepare.py's background loader loaded it), or
+* numpy's expected time for the batch exceeds the wait for the kernel: importing numba
+  (once per process) plus compiling that kind (``COMPILE_SECONDS``). Each shape estimates
+  numpy's time for a batch (``_numpy_seconds(query, n)``) from its measured cost per call
+  and per ray,
+
+and on the numpy reference otherwise, so a small query never waits for a compile. Where the
+background preparation failed (core/prepare.py), only loaded kernels run. The environment
+variable ``GEOMETRY_QUERIES_BACKEND=numpy`` forces the numpy reference, ``=numba`` the
+kernels whatever they cost (failing clearly without numba); ``use(name)`` does the same for
+a ``with`` block in the calling thread (tests compare the two). ``backend()`` names the
+backend in charge: "numba" when the compiled kernels may answer, else "numpy".
 
 How a shape plugs in (core/kernels/sphere.py is a complete example):
 
@@ -96,19 +108,45 @@ import hashlib
 import importlib
 import os
 import shutil
+import sys
+import threading
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 PARALLEL_MIN = 2048  # rays; below this one thread (handing blocks to threads costs ~50 us)
 
+# The latency rule's costs of waiting for a kernel, CPU seconds on a 2-core VM
+# (bench/bench_first_use.py): importing numba, then compiling one kind of query (a
+# kernel module's query for one shape model and one kind of placement). A kind loaded from
+# the cache costs ~0.05 s, but whether the cache holds it is unknown until it is loaded, so
+# the rule counts a compile.
+NUMBA_IMPORT_SECONDS = 0.4
+COMPILE_SECONDS = {
+    ("sphere", "raycast"): 1.5,
+    ("sphere", "occluded"): 1.5,
+    ("sphere", "sphere_cast"): 1.5,
+    ("cylinder", "raycast"): 2.3,
+    ("cylinder", "occluded"): 2.3,
+    ("cylinder", "sphere_cast"): 3.1,
+    ("heightfield", "raycast"): 3.8,
+    ("heightfield", "occluded"): 3.5,
+    ("heightfield", "sphere_cast"): 7.9,
+    ("heightfield_crossings", "records"): 3.2,
+}
+UNKNOWN_COMPILE_SECONDS = 8.0  # a kind missing above: the longest measured
+
 _CHOICES = ("numba", "numpy")
-_override = None  # set by use()
+_local = threading.local()  # per thread: use()'s override, notify_waits()'s callback
 _numba_error = None  # why numba did not import, once tried
 _numba_checked = False
 _cache_dir = None  # set_cache_dir()
 _modules: dict[str, ModuleType] = {}
 _FOLDER_PREFIX = "geometry_queries-kernels-"
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
+_loaded: set[tuple] = set()  # kinds whose kernel ran in this process
+_refusal: str | None = None  # why only loaded kernels may run (refuse_compiles())
+_import_lock = threading.Lock()
 
 
 def _numba_config() -> Any:
@@ -121,46 +159,86 @@ def _numba_config() -> Any:
 def _numba_available() -> bool:
     global _numba_checked, _numba_error
     if not _numba_checked:
-        _numba_checked = True
         try:
             import numba  # noqa: F401
         except Exception as error:  # ImportError, or numba refusing this numpy version
             _numba_error = f"{type(error).__name__}: {error}"
+        _numba_checked = True
     return _numba_error is None
 
 
+def numba_error() -> str | None:
+    """Why numba does not import here (None when it does)."""
+    _numba_available()
+    return _numba_error
+
+
+def forced() -> str | None:
+    """The backend forced by ``use()`` in this thread or by GEOMETRY_QUERIES_BACKEND, or None
+    when the latency rule chooses."""
+    override = getattr(_local, "override", None)
+    if override is not None:
+        return override
+    name = os.environ.get("GEOMETRY_QUERIES_BACKEND", "").strip().lower()
+    if name and name not in _CHOICES:
+        raise ValueError(f"GEOMETRY_QUERIES_BACKEND must be 'numba' or 'numpy', got {name!r}")
+    return name or None
+
+
+def _demand_numba(name: str | None) -> None:
+    if not _numba_available():
+        if getattr(_local, "override", None) == "numba":
+            raise RuntimeError(f"numba does not import ({_numba_error})")
+        raise RuntimeError(
+            f"GEOMETRY_QUERIES_BACKEND={name} but numba does not import ({_numba_error}); "
+            "install numba or unset GEOMETRY_QUERIES_BACKEND"
+        )
+
+
 def backend() -> str:
-    """The active backend: "numba" or "numpy"."""
-    if _override is not None:
-        return _override
-    forced = os.environ.get("GEOMETRY_QUERIES_BACKEND", "").strip().lower()
-    if forced and forced not in _CHOICES:
-        raise ValueError(f"GEOMETRY_QUERIES_BACKEND must be 'numba' or 'numpy', got {forced!r}")
-    if forced == "numpy":
+    """The backend in charge: "numba" (the compiled kernels answer where the latency rule
+    lets them) or "numpy" (the reference answers everything)."""
+    name = forced()
+    if name == "numpy":
         return "numpy"
     if _numba_available():
         return "numba"
-    if forced == "numba":
-        raise RuntimeError(
-            f"GEOMETRY_QUERIES_BACKEND=numba but numba does not import ({_numba_error}); "
-            "install numba or unset GEOMETRY_QUERIES_BACKEND"
-        )
+    if name == "numba":
+        _demand_numba(name)
     return "numpy"
 
 
 @contextlib.contextmanager
 def use(name: str):
-    """Run the queries of a ``with`` block on backend ``name`` ("numba" or "numpy")."""
-    global _override
+    """Run the queries of a ``with`` block, in this thread, on backend ``name`` ("numba":
+    every query compiled, whatever the wait; "numpy": the reference)."""
     if name not in _CHOICES:
         raise ValueError(f"backend must be 'numba' or 'numpy', got {name!r}")
     if name == "numba" and not _numba_available():
         raise RuntimeError(f"numba does not import ({_numba_error})")
-    previous, _override = _override, name
+    previous, _local.override = getattr(_local, "override", None), name
     try:
         yield
     finally:
-        _override = previous
+        _local.override = previous
+
+
+@contextlib.contextmanager
+def notify_waits(callback: Callable[[str], None]):
+    """Call ``callback(message)`` in this thread before a query of the ``with`` block waits
+    for a kernel to compile or load (a large batch, by the latency rule)."""
+    previous, _local.on_wait = getattr(_local, "on_wait", None), callback
+    try:
+        yield
+    finally:
+        _local.on_wait = previous
+
+
+def refuse_compiles(reason: str | None) -> None:
+    """From now on (reason given) only kernels already loaded may answer, unless a backend is
+    forced: the background preparation failed for ``reason``. None lifts it."""
+    global _refusal
+    _refusal = reason
 
 
 def set_cache_dir(path) -> None:
@@ -168,6 +246,11 @@ def set_cache_dir(path) -> None:
     Takes effect for kernel modules not imported yet."""
     global _cache_dir
     _cache_dir = os.fspath(path)
+
+
+def cache_root() -> str | None:
+    """The folder given to :func:`set_cache_dir`, else None (numba's own default)."""
+    return _cache_dir
 
 
 def _kernels_fingerprint() -> str:
@@ -183,19 +266,24 @@ def _kernels_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
+def _default_cache_root() -> str:
+    """numba's own choice: NUMBA_CACHE_DIR, else __pycache__ beside the sources when
+    writable, else numba's user-wide cache (read without importing numba)."""
+    root = os.environ.get("NUMBA_CACHE_DIR", "")
+    if root:
+        return root
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels")
+    if os.access(here, os.W_OK):
+        return os.path.join(here, "__pycache__")
+    from numba.misc.appdirs import AppDirs
+
+    return AppDirs(appname="numba", appauthor=False).user_cache_dir
+
+
 def cache_dir() -> str:
     """Where the compiled kernels are kept: the folder given to :func:`set_cache_dir`, else
-    numba's own default (NUMBA_CACHE_DIR, else __pycache__ beside the sources when writable,
-    else numba's user-wide cache), in a subfolder per version of the kernels' sources."""
-    root = _cache_dir or _numba_config().CACHE_DIR
-    if not root:
-        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels")
-        if os.access(here, os.W_OK):
-            root = os.path.join(here, "__pycache__")
-        else:
-            from numba.misc.appdirs import AppDirs
-
-            root = AppDirs(appname="numba", appauthor=False).user_cache_dir
+    numba's default, in a subfolder per version of the kernels' sources."""
+    root = _cache_dir or _default_cache_root()
     folder = f"{_FOLDER_PREFIX}{_kernels_fingerprint()}"
     if _cache_dir:  # our own directory: drop the kernels of earlier versions
         with contextlib.suppress(OSError):
@@ -209,16 +297,19 @@ def kernels(name: str):
     """The kernel module core/kernels/``name``.py, imported on first use (numba backend only)."""
     module = _modules.get(name)
     if module is None:
-        # numba picks a function's cache folder when it is decorated: point it at ours for
-        # the import only, so other numba users in the same process keep their own setting.
-        config = _numba_config()
-        previous = config.CACHE_DIR
-        config.CACHE_DIR = cache_dir()
-        try:
-            module = importlib.import_module(f"{__package__}.kernels.{name}")
-        finally:
-            config.CACHE_DIR = previous
-        _modules[name] = module
+        with _import_lock:  # the background loader and a query may import it together
+            module = _modules.get(name)
+            if module is None:
+                # numba picks a function's cache folder when it is decorated: point it at
+                # ours for the import only, so other numba users keep their own setting.
+                config = _numba_config()
+                previous = config.CACHE_DIR
+                config.CACHE_DIR = cache_dir()
+                try:
+                    module = importlib.import_module(f"{__package__}.kernels.{name}")
+                finally:
+                    config.CACHE_DIR = previous
+                _modules[name] = module
     return module
 
 
@@ -227,31 +318,117 @@ def threads() -> int:
     return max(1, int(_numba_config().NUMBA_NUM_THREADS))
 
 
-def kernel(shape, query: str):
+def kind(shape, query: str) -> tuple:
+    """What one compiled kernel answers: the shape's kernel module, the query, the shape's
+    model (``kernel_variant``) and whether rays are placed (a Placed wrapper's matrices)."""
+    return (
+        shape.kernel_module,
+        query,
+        getattr(shape, "kernel_variant", None),
+        hasattr(shape, "_kernel_placement"),
+    )
+
+
+def loaded(key: tuple) -> bool:
+    """Whether the kernel of ``key`` (see :func:`kind`) has run in this process."""
+    return key in _loaded
+
+
+def wait_seconds(key: tuple) -> float:
+    """The latency rule's estimate of the wait before the kernel of ``key`` can run."""
+    wait = COMPILE_SECONDS.get(key[:2], UNKNOWN_COMPILE_SECONDS)
+    return wait if "numba" in sys.modules else wait + NUMBA_IMPORT_SECONDS
+
+
+def compiled(key: tuple, numpy_seconds: Callable[[], float]) -> bool:
+    """The latency rule (module docstring): whether the kernel of ``key`` answers a batch
+    that numpy would answer in ``numpy_seconds()``."""
+    name = forced()
+    if name is not None:
+        if name == "numba":
+            _demand_numba(name)
+        return name == "numba"
+    if key in _loaded:
+        return True
+    if _refusal is not None or numpy_seconds() <= wait_seconds(key):
+        return False
+    return _numba_available()
+
+
+def _from_numba_cache(error: BaseException) -> bool:
+    """Whether ``error`` was raised while numba read its cache (a damaged file)."""
+    traceback = error.__traceback__
+    while traceback is not None:
+        name = traceback.tb_frame.f_code.co_filename.replace("\\", "/")
+        if name.endswith("numba/core/caching.py"):
+            return True
+        traceback = traceback.tb_next
+    return False
+
+
+def _purge_cache() -> None:
+    """Remove the kernels' cache folder (numba writes a new one on the next compile)."""
+    shutil.rmtree(cache_dir(), ignore_errors=True)
+
+
+def first_run(key: tuple, function: Callable[..., Any], *arguments: Any) -> Any:
+    """``function(*arguments)``, the first call of a kernel of ``key`` in this process:
+    tells a waiting caller (notify_waits), and answers from a fresh compile when numba's
+    cache is damaged (an unreadable file is removed, never shown). Later calls go direct."""
+    if key in _loaded:
+        return function(*arguments)
+    callback = getattr(_local, "on_wait", None)
+    if callback is not None:
+        callback("Compiling fast kernels (first use)…")
+    try:
+        result = function(*arguments)
+    except Exception as error:
+        if not _from_numba_cache(error):
+            raise
+        _purge_cache()
+        result = function(*arguments)
+    _loaded.add(key)
+    return result
+
+
+def kernel(shape, query: str, n: int, numpy_seconds: Callable[[], float] | None = None):
     """A function running the compiled ``query`` ("raycast", "sphere_cast", "occluded") of
-    ``shape`` on a whole batch, ``run(arguments, placement, rays, rays, values, out) -> bad rows``;
-    None when the numpy backend is active or the shape has no such kernel."""
+    ``shape`` on a whole batch of ``n`` rays, ``run(arguments, placement, rays, rays,
+    values, out) -> bad rows``; None when the numpy reference answers (the latency rule, or
+    no such kernel). ``numpy_seconds`` overrides the shape's estimate of numpy's time."""
     name = getattr(shape, "kernel_module", None)
-    if name is None or backend() != "numba":
+    if name is None:
+        return None
+    key = kind(shape, query)
+    if numpy_seconds is None:
+        estimate = getattr(shape, "_numpy_seconds", None)
+        numpy_seconds = (lambda: 0.0) if estimate is None else (lambda: estimate(query, n))
+    if not compiled(key, numpy_seconds):
         return None
     loop = getattr(kernels(name), query, None)
     if loop is None:
         return None
 
     def run(*arguments: Any) -> int:
-        n = len(arguments[2])
-        count = threads()
-        if n < PARALLEL_MIN or count == 1:
-            return loop(*arguments, 0, n)
-        global _pool
-        if _pool is None or _pool._max_workers != count - 1:
-            _pool = concurrent.futures.ThreadPoolExecutor(
-                count - 1, thread_name_prefix="geometry_queries"
-            )
-        bounds = [n * block // count for block in range(count + 1)]
-        block = functools.partial(loop, *arguments)
-        others = [_pool.submit(block, start, stop) for start, stop in zip(bounds[1:-1], bounds[2:])]
-        bad = block(bounds[0], bounds[1])  # the first block in this thread
-        return bad + sum(future.result() for future in others)
+        return first_run(key, _run_batch, loop, arguments)
 
     return run
+
+
+def _run_batch(loop, arguments) -> int:
+    """``loop`` over the whole batch: in this thread below ``PARALLEL_MIN`` rays, else split
+    over ``threads()`` (the kernels release the GIL)."""
+    n = len(arguments[2])
+    count = threads()
+    if n < PARALLEL_MIN or count == 1:
+        return loop(*arguments, 0, n)
+    global _pool
+    if _pool is None or _pool._max_workers != count - 1:
+        _pool = concurrent.futures.ThreadPoolExecutor(
+            count - 1, thread_name_prefix="geometry_queries"
+        )
+    bounds = [n * block // count for block in range(count + 1)]
+    block = functools.partial(loop, *arguments)
+    others = [_pool.submit(block, start, stop) for start, stop in zip(bounds[1:-1], bounds[2:])]
+    bad = block(bounds[0], bounds[1])  # the first block in this thread
+    return bad + sum(future.result() for future in others)

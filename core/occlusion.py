@@ -31,6 +31,7 @@ from .rays import (
     check_same_length,
     chunks,
     component_kernel,
+    require_finite,
 )
 from .vectors import components
 
@@ -52,14 +53,16 @@ def occluded(shape: Shape, starts: ArrayLike, ends: ArrayLike) -> np.ndarray:
     visible); a start inside a solid is occluded; a touch blocks.
     """
     dimension = shape.dimension
-    compiled = kernel(shape, "occluded")
-    check = compiled is None  # a compiled kernel checks finiteness itself
     raw_starts, raw_ends = starts, ends
-    starts, single = as_rows("starts", starts, dimension, check_finite=check)
-    ends, single_end = as_rows("ends", ends, dimension, check_finite=check)
+    starts, single = as_rows("starts", starts, dimension, check_finite=False)
+    ends, single_end = as_rows("ends", ends, dimension, check_finite=False)
     check_same_length("starts", starts, "ends", ends)
     n = len(starts)
     blocked = np.empty(n, dtype=bool)
+    compiled = kernel(shape, "occluded", n)
+    if compiled is None:  # a compiled kernel checks finiteness itself
+        require_finite("starts", starts)
+        require_finite("ends", ends)
     if compiled is not None:
         bad = compiled(
             shape._kernel_arguments(),

@@ -136,15 +136,21 @@ def as_rows(
         raise ValueError(f"{name} must have 2 or 3 columns, got {array.shape[1]}")
     if dimension is not None and array.shape[1] != dimension:
         raise ValueError(f"{name} has {array.shape[1]} columns but the shape is {dimension}D")
+    if check_finite:
+        require_finite(name, array)
+    return np.ascontiguousarray(array), single
+
+
+def require_finite(name: str, array: np.ndarray) -> None:
+    """ValueError naming the first row of ``array`` (N, D) holding NaN or inf."""
     # A sum is finite when every term is (one fast pass); only a non-finite sum (NaN/inf,
     # or a finite overflow) pays for the row-wise search.
-    if check_finite and not np.isfinite(np.add.reduce(array, axis=None)):
+    if not np.isfinite(np.add.reduce(array, axis=None)):
         for part in chunks(len(array), 1 << 20):
             finite = np.isfinite(array[part]).all(axis=1)
             if not finite.all():
                 row = part.start + _first_bad_row(~finite)
                 raise ValueError(f"{name} row {row} is not finite: {array[row].tolist()}")
-    return np.ascontiguousarray(array), single
 
 
 def as_per_row(name: str, value, n: int, allow_inf: bool = False) -> np.ndarray:
@@ -318,15 +324,17 @@ def raycast(
     max_distance: scalar or (N,), measured along the unit direction.
     """
     dimension = shape.dimension
-    compiled = kernel(shape, "raycast")
-    check = compiled is None  # a compiled kernel checks finiteness itself, in its one pass
     raw_origins, raw_directions = origins, directions
-    origins, single = as_rows("origins", origins, dimension, check_finite=check)
-    directions, single_direction = as_rows("directions", directions, dimension, check)
+    origins, single = as_rows("origins", origins, dimension, check_finite=False)
+    directions, single_direction = as_rows("directions", directions, dimension, False)
     check_same_length("origins", origins, "directions", directions)
     n = len(origins)
     max_distance = as_per_row("max_distance", max_distance, n, allow_inf=True)
-    if compiled is not None:
+    compiled = kernel(shape, "raycast", n)
+    if compiled is None:  # a compiled kernel checks finiteness itself, in its one pass
+        require_finite("origins", origins)
+        require_finite("directions", directions)
+    else:
         hits = RayHits(
             hit=np.empty(n, dtype=bool),
             distance=np.empty(n),
@@ -407,13 +415,14 @@ def sphere_cast(shape: Shape, starts: ArrayLike, ends: ArrayLike, radius: ArrayL
     """
     dimension = shape.dimension
     cast = getattr(shape, "_sphere_cast_components", None)
-    compiled = kernel(shape, "sphere_cast") if cast is not None else None
-    check = compiled is None
     raw_starts, raw_ends = starts, ends
-    starts, single = as_rows("starts", starts, dimension, check_finite=check)
-    ends, single_end = as_rows("ends", ends, dimension, check_finite=check)
+    starts, single = as_rows("starts", starts, dimension, check_finite=False)
+    ends, single_end = as_rows("ends", ends, dimension, check_finite=False)
     check_same_length("starts", starts, "ends", ends)
     n = len(starts)
+    if cast is None:
+        require_finite("starts", starts)
+        require_finite("ends", ends)
     radius = as_per_row("radius", radius, n)
     if cast is None:
         raise ValueError(
@@ -427,9 +436,11 @@ def sphere_cast(shape: Shape, starts: ArrayLike, ends: ArrayLike, radius: ArrayL
     if target is not None:  # a Placed shape: its placement folded into it where it can be
         shape = target()
         cast = shape._sphere_cast_components
-        compiled = kernel(shape, "sphere_cast")
-
-    if compiled is not None:
+    compiled = kernel(shape, "sphere_cast", n)
+    if compiled is None:  # a compiled kernel checks finiteness itself
+        require_finite("starts", starts)
+        require_finite("ends", ends)
+    else:
         hit, distance = np.empty(n, dtype=bool), np.empty(n)
         center, point, normal = (np.empty((n, 3)) for _ in range(3))
         # (A shape may give its cast kernel more than its ray kernel's arguments.)

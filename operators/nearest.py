@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import core
+from .feedback import kernel_waits_shown
 
 
 @dataclass
@@ -33,7 +34,8 @@ def nearest_ray_hits(targets, origins, directions, max_distance) -> NearestHits:
     )
     for index, target in enumerate(targets):
         try:
-            hits = core.raycast(target.shape, origins, directions, max_distance)
+            with kernel_waits_shown():
+                hits = core.raycast(target.shape, origins, directions, max_distance)
         except ValueError as error:
             raise ValueError(f"{target.name}: {error}") from None
         closer = hits.hit & (hits.distance < best.distance)
@@ -71,7 +73,8 @@ def nearest_cast_contacts(targets, starts, ends, radius) -> NearestCasts:
     )
     for index, target in enumerate(targets):
         try:
-            casts = core.sphere_cast(target.shape, starts, ends, radius)
+            with kernel_waits_shown():
+                casts = core.sphere_cast(target.shape, starts, ends, radius)
         except ValueError as error:  # core's reason, named after the operator and object
             reason = str(error).replace("sphere_cast", "Sphere Cast")
             raise ValueError(f"{target.name}: {reason}") from None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import core
+from .feedback import kernel_waits_shown
 from .mapping import mesh_positions
 
 QUERY_ORDER = {"SPHERE": 0, "CYLINDER": 1, "TERRAIN": 2}
@@ -47,7 +48,8 @@ def visible_from(observer: np.ndarray, points: np.ndarray, occluders) -> np.ndar
         starts = np.empty_like(ends)
         starts[:] = observer
         try:
-            hidden = core.occluded(occluder.shape, starts, ends)
+            with kernel_waits_shown():
+                hidden = core.occluded(occluder.shape, starts, ends)
         except ValueError as error:
             raise ValueError(f"{occluder.name}: {error}") from None
         visible[asked[hidden]] = False

@@ -1,5 +1,6 @@
 """View3D > Sidebar > "Geometry Queries": settings, the recognised shape of each selected
-object, the four operators' buttons and the last result.
+object, the four operators' buttons, the last result and the fast kernels' state (redrawn
+every half second while they are prepared in the background, core/prepare.py).
 
 Recognising a 512x512 terrain takes ~0.1 s, too slow for every redraw of the sidebar, so
 the panel keeps its descriptions until the next depsgraph update (any edit, modifier change,
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 import bpy
 from bpy.app.handlers import persistent
 
+from ..core import prepare
 from ..operators import mapping
 from ..operators.properties import (
     FIRE_RAY_SETTINGS,
@@ -23,6 +25,7 @@ if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the st
     from bpy.stub_internal.rna_enums import RegionTypeItems, SpaceTypeItems
 
 MAX_LISTED_OBJECTS = 8
+REDRAW_SECONDS = 0.5  # the kernels' line, while they are prepared
 
 # (object name, terrain model) -> (recognised, text), valid until the next depsgraph update
 _descriptions: dict[tuple[str, str], tuple[bool, str]] = {}
@@ -99,6 +102,18 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
         layout.operator("geometry_queries.clear_hits", icon="TRASH")
         if settings.last_result:
             layout.label(text=settings.last_result, icon="INFO")
+        status = prepare.status()
+        state = status.state
+        layout.label(
+            text=status.line(),
+            icon="CHECKMARK"
+            if state == "ready"
+            else "SORTTIME"
+            if state == "preparing"
+            else "ERROR"
+            if state == "unavailable"
+            else "INFO",
+        )
 
     @staticmethod
     def draw_targets(box, context):
@@ -121,9 +136,24 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
 classes = (GEOMETRY_QUERIES_PT_main,)
 
 
+def redraw_while_preparing():
+    """A timer: redraw the sidebars while the kernels are prepared (the state line moves)."""
+    window_manager = bpy.context.window_manager
+    for window in window_manager.windows if window_manager is not None else ():
+        for area in window.screen.areas:
+            if area.type == "VIEW_3D":
+                for region in area.regions:
+                    if region.type == "UI":
+                        region.tag_redraw()
+    return REDRAW_SECONDS if prepare.status().state == "preparing" else None
+
+
 def register():
     forget_on_update(forget_descriptions)
+    bpy.app.timers.register(redraw_while_preparing, first_interval=REDRAW_SECONDS)
 
 
 def unregister():
     stop_forgetting(forget_descriptions)
+    if bpy.app.timers.is_registered(redraw_while_preparing):
+        bpy.app.timers.unregister(redraw_while_preparing)

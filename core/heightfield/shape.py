@@ -31,7 +31,7 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
-from ..backend import backend, kernels
+from ..backend import compiled, first_run, kernels
 from ..shapes import as_choice, as_pair
 from .cast import sphere_cast_terrain
 from .crossings import crossings
@@ -42,6 +42,10 @@ from .walk import Rays, Result, walk
 
 SURFACES = ("TRIANGLES", "BILINEAR")
 METHODS = ("EXACT", "MARCH")
+
+
+# raycast_all's compiled records (kernels/heightfield_crossings.py), one kind for every model.
+CROSSINGS_KERNEL = ("heightfield_crossings", "records", None, False)
 
 
 class Heightfield:
@@ -121,6 +125,24 @@ class Heightfield:
     @property
     def kernel_module(self):
         return "heightfield" if self.method == "EXACT" else None
+
+    @property
+    def kernel_variant(self):
+        return (self.surface, self.solid)  # a kernel per model (core/backend.py's kind())
+
+    def _numpy_seconds(self, query: str, n: int) -> float:
+        """The numpy reference's time for ``n`` rays (core/backend.py's latency rule), as
+        measured: a ray or a line of sight ~15 ms a call and 2-4 us a ray (the walk's steps
+        are vectorized over the rays), twice that on bilinear patches; a sphere cast and
+        raycast_all's records grow with the cells a ray may cross (up to 2.5 us and 0.4 us
+        a cell)."""
+        side = max(self.heights.shape)
+        if query == "sphere_cast":
+            return 1e-3 + 2.5e-6 * side * n
+        if query == "records":
+            return 1e-3 + 4e-7 * side * n
+        bilinear = self.surface == "BILINEAR"
+        return (1.5e-2 + 4e-6 * n) * (2.0 if bilinear else 1.0)
 
     def _kernel_cast_arguments(self):
         """The compiled sphere cast's arguments (kernels/heightfield_cast.py): the ray
@@ -340,7 +362,9 @@ class Heightfield:
         (x0, y0), (dx, dy) = self.origin, self.spacing
         rays = Rays(origin, direction, x0, y0, dx, dy)
         limit = np.broadcast_to(max_distance, rays.U0.shape)
-        if backend() == "numba" and self.surface == "TRIANGLES":  # BILINEAR: numpy only
+        if self.surface == "TRIANGLES" and compiled(  # BILINEAR: numpy only
+            CROSSINGS_KERNEL, lambda: self._numpy_seconds("records", limit.size)
+        ):
             return self._compiled_crossings(rays, direction, limit)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             return crossings(self, rays, direction, limit)
@@ -375,7 +399,7 @@ class Heightfield:
         ray_arrays, limit = arrays[:9], arrays[9]
         records = kernels("heightfield_crossings").records
         empty = (np.empty(0, dtype=np.int64), *(np.empty(0) for _ in range(4)))
-        counts = records(terrain, ray_arrays, limit, empty, False)
+        counts = first_run(CROSSINGS_KERNEL, records, terrain, ray_arrays, limit, empty, False)
         total = int(counts.sum())
         out = (np.empty(total, dtype=np.int64), *(np.empty(total) for _ in range(4)))
         records(terrain, ray_arrays, limit, out, True)

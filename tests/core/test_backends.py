@@ -522,24 +522,3 @@ def test_without_numba_the_numpy_backend_answers_and_forcing_numba_fails_clearly
     )
     message = run_python(code, GEOMETRY_QUERIES_BACKEND="numba")
     assert message.startswith("GEOMETRY_QUERIES_BACKEND=numba but numba does not import")
-
-
-def test_numba_is_imported_and_kernels_compiled_only_by_the_first_query(tmp_path):
-    code = (
-        "import sys, core\n"
-        "from core import backend as b\n"
-        "b_module = sys.modules['core.backend']\n"
-        f"b_module.set_cache_dir({str(tmp_path)!r})\n"
-        "print('numba' in sys.modules, 'core.kernels.sphere' in sys.modules)\n"
-        "core.raycast(core.Sphere((0, 0, 0), 1), (0, 0, 5), (0, 0, -1))\n"
-        "print('numba' in sys.modules, 'core.kernels.sphere' in sys.modules,\n"
-        "      'core.kernels.cylinder' in sys.modules)\n"
-    )
-    first, second = run_python(code, GEOMETRY_QUERIES_BACKEND="").splitlines()
-    assert first == "False False"
-    assert second == "True True False"
-    # The compiled sphere kernel went to the cache folder given, one per kernels' version.
-    (version,) = tmp_path.iterdir()
-    assert version.name.startswith("geometry_queries-kernels-")
-    cached = [path.name for path in version.rglob("*") if path.is_file()]
-    assert any(name.startswith("sphere.raycast") and name.endswith(".nbi") for name in cached)

@@ -1,0 +1,342 @@
+"""Kernels prepared in the background, so that no query waits for numba.
+
+:func:`start` runs the preparation: one or two worker processes (this Python's
+``sys.executable``, which inside Blender is Blender's own; at the lowest priority) compile
+every kind of kernel missing from the cache (core/backend.py's :func:`~.backend.kind`)
+into the kernels' cache folder, one kind after another, and report each. A thread of this
+process then loads that kind from the cache (off the main thread) and core/backend.py's
+latency rule runs it from then on. Workers are separate processes because numba holds the
+GIL while it compiles: in a thread it would stall Blender's interface.
+
+Failure never reaches a query. A worker loads what the cache holds before this process
+does, so a damaged cache is found there and rebuilt (backend.first_run); a worker that
+crashes is started again once on an emptied cache; if it fails again, or numba does not
+import, or the cache folder cannot be written, :func:`status` says why and queries go on
+with the numpy reference (and any kernel already loaded).
+
+Each kind is warmed by a query of that kind on a few rays (``_warm_ups``); the ones Blender's
+operators use (placed shapes) come first. A worker prints ``ready <index>`` after each.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from typing import IO, Any
+
+from .backend import (
+    cache_dir,
+    cache_root,
+    forced,
+    numba_error,
+    refuse_compiles,
+    set_cache_dir,
+    use,
+)
+
+WORKERS = 2  # at most: compiling is single-threaded, and a 2-core machine stays usable
+WAIT_FOR_STOP = 2.0  # seconds a stopped worker gets before it is killed
+
+
+@dataclass(frozen=True)
+class Status:
+    """Where the preparation stands: ``state`` is "off" (a backend is forced, nothing to
+    prepare), "idle" (not started: kernels compile when a batch pays for it), "preparing",
+    "ready" or "unavailable" (``reason`` says why); ``done`` of ``total`` kinds loaded."""
+
+    state: str
+    done: int = 0
+    total: int = 0
+    reason: str = ""
+
+    def line(self) -> str:
+        """One line for a user: "Fast kernels: ready", "... preparing, 3 of 40", ..."""
+        if self.state == "preparing":
+            return f"Fast kernels: preparing, {self.done} of {self.total}"
+        if self.state == "unavailable":
+            return f"Fast kernels: unavailable: {self.reason}"
+        if self.state == "off":
+            return f"Fast kernels: off ({self.reason})"
+        if self.state == "idle":
+            return "Fast kernels: compiled when a large batch first needs them"
+        return "Fast kernels: ready"
+
+
+def _warm_ups() -> list[tuple[str, Any]]:
+    """(name, query) per kind of kernel: a few rays each, in the order they are prepared."""
+    import numpy as np
+
+    from . import Cylinder, Heightfield, Placed, Sphere, occluded, raycast, raycast_all
+    from . import sphere_cast as cast
+
+    angle = 0.3  # a rotation and a move: placed, and rigid (sphere casts fold no scale)
+    rigid = np.array(
+        [
+            [np.cos(angle), -np.sin(angle), 0.0, 0.5],
+            [np.sin(angle), np.cos(angle), 0.0, -0.25],
+            [0.0, 0.0, 1.0, 0.125],
+            [0.0, 0.0, 0.0, 1.0],
+        ]
+    )
+    x = np.linspace(-1.0, 1.0, 6)
+    heights = np.outer(x, x)
+    models = (
+        ("sphere", Sphere((0.0, 0.0, 0.0), 1.0)),
+        ("cylinder", Cylinder((0.0, 0.0, -1.0), (0.0, 0.0, 1.0), 1.0)),
+        ("open tube", Cylinder((0.0, 0.0, -1.0), (0.0, 0.0, 1.0), 1.0, capped=False)),
+        ("terrain", Heightfield(heights, spacing=(0.4, 0.4), origin=(-1.0, -1.0))),
+        ("terrain surface", Heightfield(heights, (0.4, 0.4), (-1.0, -1.0), solid=False)),
+        ("bilinear terrain", Heightfield(heights, (0.4, 0.4), (-1.0, -1.0), "BILINEAR")),
+        (
+            "bilinear surface",
+            Heightfield(heights, (0.4, 0.4), (-1.0, -1.0), "BILINEAR", solid=False),
+        ),
+    )
+    rng = np.random.default_rng(1)
+    starts = rng.uniform(-1.5, 1.5, (8, 3)) + (0.0, 0.0, 2.0)
+    ends = starts * (1.0, 1.0, -1.0)
+    radii = np.array([0.0, 0.1] * 4)  # radius 0 casts take the ray kernel's path too
+    steps = ends - starts
+    warm_ups: list[tuple[str, Any]] = []
+    for placed in (True, False):  # Blender's objects are placed: those first
+        for name, model in models:
+            shape = Placed(model, rigid) if placed else model
+            label = f"{'placed ' if placed else ''}{name}"
+            warm_ups.append((f"ray, {label}", lambda s=shape: raycast(s, starts, steps)))
+            warm_ups.append((f"line of sight, {label}", lambda s=shape: occluded(s, starts, ends)))
+            if "bilinear" not in name:
+                warm_ups.append(
+                    (f"sphere cast, {label}", lambda s=shape: cast(s, starts, ends, radii))
+                )
+    # A large terrain's batches are gathered in order first (kernels.heightfield's
+    # in_coherent_order): one more kernel per kind of placement.
+    large = Heightfield(np.zeros((512, 1024)), spacing=(1.0, 1.0))
+    rows = rng.uniform((0.0, 0.0, 1.0), (1023.0, 511.0, 2.0), (256, 3))
+    for shape in (Placed(large, rigid), large):
+        label = "placed large terrain" if shape is not large else "large terrain"
+        warm_ups.append((f"ray, {label}", lambda s=shape: raycast(s, rows, rows * (1, 1, -1))))
+        warm_ups.append((f"sphere cast, {label}", lambda s=shape: cast(s, rows, rows - 3, 0.5)))
+    terrain = models[3][1]
+    warm_ups.append(("every hit, terrain", lambda: raycast_all(terrain, starts, steps)))
+    return warm_ups
+
+
+def count() -> int:
+    """How many kinds the preparation loads."""
+    return len(_warm_ups())
+
+
+# --- the worker process ------------------------------------------------------------------
+
+_BOOT = """
+import importlib, json, sys, types
+job = json.loads(sys.argv[1])
+sys.path[:0] = [path for path in job["path"] if path not in sys.path]
+for name, path in job["packages"]:  # the parents of core, without running their code
+    package = types.ModuleType(name)
+    package.__path__ = path
+    sys.modules[name] = package
+importlib.import_module(job["module"]).work(job["kinds"], job["cache"])
+"""
+
+
+def work(kinds: list[int], cache: str | None) -> None:
+    """The worker's loop (in its own process): prepare ``kinds`` (indices into the warm-ups)
+    one after another, printing ``ready <index>`` after each (``failed <index> <why>``,
+    or ``unavailable <why>`` and nothing more when numba does not import)."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.nice(19)  # type: ignore[attr-defined,unused-ignore]  # POSIX only
+    if cache is not None:
+        set_cache_dir(cache)
+    error = numba_error()
+    if error is not None:
+        print(f"unavailable numba does not import ({error})", flush=True)
+        return
+    warm_ups = _warm_ups()
+    for index in kinds:
+        try:
+            with use("numba"):
+                warm_ups[index][1]()
+        except Exception as failure:
+            print(f"failed {index} {type(failure).__name__}: {failure}", flush=True)
+        else:
+            print(f"ready {index}", flush=True)
+
+
+# --- this process ------------------------------------------------------------------------
+
+
+class _Preparation:
+    """The workers of one :func:`start`, and the threads loading what they report."""
+
+    def __init__(self, cache: str | None, workers: int) -> None:
+        self.cache = cache
+        self.warm_ups = _warm_ups()
+        self.done: set[int] = set()
+        self.reason = ""
+        self.stopped = False
+        self.restarted = False
+        self.lock = threading.Lock()
+        self.processes: list[subprocess.Popen] = []
+        count = len(self.warm_ups)
+        for worker in range(max(1, workers)):
+            self._launch(list(range(worker, count, max(1, workers))))
+
+    def _launch(self, kinds: list[int]) -> None:
+        package = __name__.rpartition(".")[0]  # ...core
+        parents = package.split(".")[:-1]
+        job = {
+            "path": [path for path in sys.path if isinstance(path, str) and path],
+            "packages": [
+                (name, list(sys.modules[name].__path__))
+                for name in (".".join(parents[: k + 1]) for k in range(len(parents)))
+            ],
+            "module": f"{package}.prepare",
+            "kinds": kinds,
+            "cache": self.cache,
+        }
+        environment = dict(os.environ, NUMBA_NUM_THREADS="1")
+        environment.pop("GEOMETRY_QUERIES_BACKEND", None)
+        flags = 0
+        if sys.platform == "win32":
+            flags = subprocess.IDLE_PRIORITY_CLASS | subprocess.CREATE_NO_WINDOW
+        process = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, json.dumps(job)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=environment,
+            text=True,
+            creationflags=flags,
+        )
+        self.processes.append(process)
+        threading.Thread(
+            target=self._follow,
+            args=(process, kinds),
+            name="geometry_queries-prepare",
+            daemon=True,
+        ).start()
+
+    def _follow(self, process: subprocess.Popen, kinds: list[int]) -> None:
+        """Load each kind the worker reports ready; on a crash, start it again once."""
+        stdout: IO[str] = process.stdout  # type: ignore[assignment]  # piped above
+        for line in stdout:
+            word, _, rest = line.strip().partition(" ")
+            if self.stopped:
+                break
+            if word == "ready":
+                self._load(int(rest))
+            elif word == "failed":
+                index, _, why = rest.partition(" ")
+                self._fail(f"{self.warm_ups[int(index)][0]}: {why}")
+            elif word == "unavailable":
+                self._fail(rest)
+        stderr = process.stderr.read() if process.stderr else ""
+        code = process.wait()
+        if self.stopped or code == 0:
+            return
+        left = [index for index in kinds if index not in self.done]
+        with self.lock:
+            again = not self.restarted
+            self.restarted = True
+        if again:  # a damaged cache may crash numba itself: start once more from nothing
+            shutil.rmtree(cache_dir(), ignore_errors=True)
+            self._launch(left)
+        else:
+            last = stderr.strip().splitlines()[-1:] or [f"exit code {code}"]
+            self._fail(f"the compiling process failed ({last[0]})")
+
+    def _load(self, index: int) -> None:
+        try:
+            with use("numba"):
+                self.warm_ups[index][1]()
+        except Exception as failure:
+            self._fail(f"{self.warm_ups[index][0]}: {type(failure).__name__}: {failure}")
+        else:
+            with self.lock:
+                self.done.add(index)
+
+    def _fail(self, reason: str) -> None:
+        with self.lock:
+            if not self.reason:
+                self.reason = reason
+        refuse_compiles(reason)
+
+    def status(self) -> Status:
+        with self.lock:
+            done, reason = len(self.done), self.reason
+        total = len(self.warm_ups)
+        if reason:
+            return Status("unavailable", done, total, reason)
+        return Status("ready" if done == total else "preparing", done, total)
+
+    def stop(self) -> None:
+        self.stopped = True
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(WAIT_FOR_STOP)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+_current: _Preparation | None = None
+_refused: Status | None = None  # why start() did not start
+
+
+def start(workers: int = WORKERS) -> Status:
+    """Prepare every kind of kernel in the background (module docstring), unless a backend
+    is forced or it runs already; returns at once with the :func:`status`."""
+    global _current, _refused
+    if _current is not None:
+        return _current.status()
+    _refused = None
+    try:
+        chosen = forced()
+    except ValueError as error:
+        chosen, _refused = "numpy", Status("unavailable", reason=str(error))
+    if chosen is not None:
+        _refused = _refused or Status("off", reason=f"GEOMETRY_QUERIES_BACKEND={chosen}")
+        return _refused
+    if importlib.util.find_spec("numba") is None:
+        _refused = Status("unavailable", reason="numba is not installed")
+        refuse_compiles(_refused.reason)
+        return _refused
+    folder = cache_dir()
+    try:
+        os.makedirs(folder, exist_ok=True)
+        probe = os.path.join(folder, f".write-test-{os.getpid()}")
+        with open(probe, "w") as file:
+            file.write("ok")
+        os.remove(probe)
+    except OSError as error:
+        _refused = Status("unavailable", reason=f"cannot write the kernel cache ({error})")
+        refuse_compiles(_refused.reason)
+        return _refused
+    _current = _Preparation(cache_root(), min(workers, os.cpu_count() or 1))
+    return _current.status()
+
+
+def status() -> Status:
+    """Where the background preparation stands (:class:`Status`)."""
+    if _current is not None:
+        return _current.status()
+    return _refused or Status("idle")
+
+
+def stop() -> None:
+    """End the workers (the kinds loaded stay loaded); :func:`start` may run again."""
+    global _current, _refused
+    if _current is not None:
+        _current.stop()
+    _current = _refused = None
+    refuse_compiles(None)
