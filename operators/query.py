@@ -70,12 +70,15 @@ def poll_objects_to_query(cls: type[bpy.types.Operator], context: bpy.types.Cont
     return True
 
 
+# Each operator's tooltip is its bl_description, one paragraph (a docstring would keep its
+# line breaks and indentation).
 class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
-    """Cast rays from the 3D cursor (or a given origin) at the selected objects and mark the
-    nearest hit of each ray"""
-
     bl_idname = "geometry_queries.fire_ray"
     bl_label = "Fire Ray"
+    bl_description = (
+        "Cast rays from the 3D cursor (or a given origin) at the selected objects and mark "
+        "the nearest hit of each ray"
+    )
     bl_options = {"REGISTER", "UNDO"}
 
     origin: properties.point_property(  # type: ignore[valid-type]
@@ -159,11 +162,12 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
 
 
 class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
-    """Move a sphere from a start to an end point (or a fan or grid of such casts) and mark
-    where it first touches one of the selected spheres, cylinders and terrains"""
-
     bl_idname = "geometry_queries.sphere_cast"
     bl_label = "Sphere Cast"
+    bl_description = (
+        "Move a sphere from a start to an end point (or a fan or grid of such casts) and "
+        "mark where it first touches one of the selected spheres, cylinders and terrains"
+    )
     bl_options = {"REGISTER", "UNDO"}
 
     start: properties.point_property(  # type: ignore[valid-type]
@@ -245,11 +249,12 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
 
 
 class GEOMETRY_QUERIES_OT_clear_hits(bpy.types.Operator):
-    """Remove the objects and collections Geometry Queries created in this scene (and nothing
-    else)"""
-
     bl_idname = "geometry_queries.clear_hits"
     bl_label = "Clear Hits"
+    bl_description = (
+        "Remove the objects and collections Geometry Queries created in this scene (and "
+        "nothing else)"
+    )
     bl_options = {"REGISTER", "UNDO"}
 
     @classmethod

@@ -89,12 +89,14 @@ def check_vertex_count(obj, depsgraph) -> None:
 
 
 class GEOMETRY_QUERIES_OT_visibility(bpy.types.Operator):
-    """Mark which vertices of the selected terrains can be seen from the 3D cursor (or a
-    given origin), past every selected object: writes the point attributes 'visible' and
-    'visibility' (a colour) on each terrain"""
-
     bl_idname = "geometry_queries.visibility"
     bl_label = "Visibility from Cursor"
+    # The tooltip: one paragraph (a docstring would keep its line breaks and indentation).
+    bl_description = (
+        "Mark which vertices of the selected terrains can be seen from the 3D cursor (or a "
+        "given origin), past every selected object: writes the point attributes 'visible' "
+        "and 'visibility' (a colour) on each terrain"
+    )
     bl_options = {"REGISTER", "UNDO"}
 
     origin: properties.point_property(  # type: ignore[valid-type]
