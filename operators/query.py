@@ -18,6 +18,7 @@ from bpy.props import FloatVectorProperty
 from mathutils import Vector
 
 from . import mapping, nearest, patterns, properties, results
+from .messages import format_count
 
 if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the stubs
     from bpy.stub_internal.rna_enums import OperatorReturnItems
@@ -149,7 +150,7 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
             else:
                 results.write_hit_point_mesh(scene, hits, names)
         rays = len(origins)
-        message = f"{hit_count} of {rays} {'ray' if rays == 1 else 'rays'} hit"
+        message = f"{format_count(hit_count)} of {format_count(rays, 'ray')} hit"
         if hit_count:
             ray = int(np.argmin(hits.distance))
             message += (
@@ -233,7 +234,9 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
         if len(starts) == 1:
             message = "Sphere cast touches nothing between start and end"
         else:
-            message = f"{touching} of {len(starts)} sphere casts touch"
+            message = (
+                f"{format_count(touching)} of {format_count(len(starts), 'sphere cast')} touch"
+            )
         if touching:
             cast = int(np.argmin(casts.distance))
             distance = results.format_length(scene, casts.distance[cast])
@@ -266,7 +269,7 @@ class GEOMETRY_QUERIES_OT_clear_hits(bpy.types.Operator):
 
     def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         removed = results.remove_created(context.scene)
-        message = f"Removed {removed} {'object' if removed == 1 else 'objects'}"
+        message = f"Removed {format_count(removed, 'object')}"
         self.report({"INFO"}, message)
         store_last_result(context, message)
         return {"FINISHED"}

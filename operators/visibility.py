@@ -21,6 +21,7 @@ import numpy as np
 from bpy.app.handlers import persistent
 
 from . import mapping, patterns, properties, sightlines, visibility_attributes
+from .messages import format_count
 from .query import query_targets, store_last_result
 from .update_handlers import forget_on_update, stop_forgetting
 
@@ -70,7 +71,7 @@ def recognize_occluders(objects, depsgraph, terrain_model: str) -> list:
                 if original != evaluated:
                     raise ValueError(
                         f"{error} (its modifiers change its vertex count from "
-                        f"{original:,} to {evaluated:,})"
+                        f"{format_count(original)} to {format_count(evaluated)})"
                     ) from None
             raise
     return recognized
@@ -82,9 +83,9 @@ def check_vertex_count(obj, depsgraph) -> None:
     original, evaluated = vertex_counts(obj, depsgraph)
     if original != evaluated:
         raise ValueError(
-            f"{obj.name}: its modifiers change its vertex count from {original:,} to "
-            f"{evaluated:,} (e.g. Subdivision Surface), so the visibility of its evaluated "
-            "vertices cannot be stored on its mesh: apply or remove that modifier"
+            f"{obj.name}: its modifiers change its vertex count from {format_count(original)} "
+            f"to {format_count(evaluated)} (e.g. Subdivision Surface), so the visibility of "
+            "its evaluated vertices cannot be stored on its mesh: apply or remove that modifier"
         )
 
 
@@ -163,7 +164,7 @@ class GEOMETRY_QUERIES_OT_visibility(bpy.types.Operator):
             visibility_attributes.write_visibility(terrain.data, visible)
         message = "; ".join(
             f"Visible: {100.0 * np.count_nonzero(visible) / len(visible):.1f} % of "
-            f"{len(visible):,} vertices on {terrain.name}"
+            f"{format_count(len(visible), 'vertex', 'vertices')} on {terrain.name}"
             for terrain, visible in zip(terrains, answers)
         )
         self.report({"INFO"}, message)
