@@ -28,9 +28,28 @@ if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the st
 # semantics), hence the `# type: ignore[valid-type]` on each.
 
 
+# The cursor's rotation in each of its rotation modes.
+CURSOR_ROTATIONS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}
+
+
+def cursor_location(scene) -> Vector:
+    """The 3D cursor's location, the default origin (or start) of every query; ValueError
+    naming the cursor when it is not finite."""
+    location = scene.cursor.location.copy()
+    if not np.isfinite(location).all():
+        raise ValueError(f"The 3D cursor's location is not finite {patterns.as_text(location)}")
+    return location
+
+
 def cursor_forward(scene) -> Vector:
-    """The 3D cursor's -Z axis, the default direction of every query."""
-    return scene.cursor.matrix.to_3x3() @ Vector((0.0, 0.0, -1.0))
+    """The 3D cursor's -Z axis, the default direction of every query; ValueError naming the
+    cursor when its rotation is not finite."""
+    cursor = scene.cursor
+    rotation = getattr(cursor, CURSOR_ROTATIONS.get(cursor.rotation_mode, "rotation_euler"))
+    forward = cursor.matrix.to_3x3() @ Vector((0.0, 0.0, -1.0))
+    if not (np.isfinite(rotation).all() and np.isfinite(forward).all()):
+        raise ValueError("The 3D cursor's rotation is not finite")
+    return forward
 
 
 def store_last_result(context: bpy.types.Context, message: str) -> None:
@@ -113,7 +132,7 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
         """Origin and direction from the cursor or the view where they were not given."""
         scene = context.scene
         if not self.properties.is_property_set("origin"):
-            self.origin = scene.cursor.location
+            self.origin = cursor_location(scene)
         if self.direction_source == "VIEW":
             space = context.space_data
             in_3d_view = space is not None and space.type == "VIEW_3D"
@@ -199,7 +218,7 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
         scene = context.scene
         try:
             if not self.properties.is_property_set("start"):
-                self.start = scene.cursor.location  # type: ignore[union-attr]  # runs in a scene
+                self.start = cursor_location(scene)
             if not self.properties.is_property_set("end"):
                 patterns.finite_number("Max Distance", self.max_distance)
                 self.end = Vector(self.start) + self.max_distance * cursor_forward(scene)

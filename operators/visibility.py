@@ -22,7 +22,7 @@ from bpy.app.handlers import persistent
 
 from . import mapping, patterns, properties, sightlines, visibility_attributes
 from .messages import format_count
-from .query import query_targets, store_last_result
+from .query import cursor_location, query_targets, store_last_result
 from .update_handlers import forget_on_update, stop_forgetting
 
 if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the stubs
@@ -126,7 +126,7 @@ class GEOMETRY_QUERIES_OT_visibility(bpy.types.Operator):
         scene = context.scene
         try:
             if not self.properties.is_property_set("origin"):
-                self.origin = scene.cursor.location  # type: ignore[union-attr]  # in a scene
+                self.origin = cursor_location(scene)
             observer = patterns.finite_vector("Origin", self.origin) + [
                 0.0,
                 0.0,
