@@ -150,8 +150,12 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
         scene = context.scene
         try:
             self.fill_defaults(context)
-            if np.isnan(self.max_distance):
-                raise ValueError("Max Distance is not a number (nan)")
+            patterns.more_than_zero("Max Distance", self.max_distance)
+            if self.output != "POINT_MESH" and not self.marker_size >= properties.MARKER_MIN_SIZE:
+                raise ValueError(
+                    f"Marker Size must be at least {properties.MARKER_MIN_SIZE:g}, "
+                    f"got {self.marker_size:g}"
+                )
             origins, directions = operator_pattern(self, self.origin, self.direction)
             targets = mapping.recognize_all(
                 query_targets(context), context.evaluated_depsgraph_get(), self.terrain_model
@@ -220,13 +224,14 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
             if not self.properties.is_property_set("start"):
                 self.start = cursor_location(scene)
             if not self.properties.is_property_set("end"):
+                patterns.more_than_zero("Max Distance", self.max_distance)
                 patterns.finite_number("Max Distance", self.max_distance)
                 self.end = Vector(self.start) + self.max_distance * cursor_forward(scene)
             start = patterns.finite_vector("Start", self.start)
             end = patterns.finite_vector("End", self.end)
             radius = patterns.finite_number("Radius", self.radius)
-            if not radius > 0.0:
-                raise ValueError(f"Radius must be more than 0, got {radius:g}")
+            if not radius >= 0.0:  # 0 is a ray from start to end, as in core
+                raise ValueError(f"Radius must be 0 or more, got {radius:g}")
             if (start == end).all():
                 raise ValueError("Start and End must differ (the cast needs a direction)")
             # Every cast of a pattern is as long as End - Start (a fan's rays, a grid's rows).
