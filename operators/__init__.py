@@ -6,6 +6,7 @@ patterns.py    ray patterns: SINGLE, FAN, GRID (numpy)
 nearest.py     nearest hit over several targets (numpy + core)
 results.py     hits -> empties or one point mesh; Clear Hits' removal
 properties.py  property definitions shared with the panel's settings
+messages.py    counts in reports, written alike everywhere ("4,000,000 rays")
 query.py       the operators: fire_ray, sphere_cast, clear_hits
 sightlines.py  lines of sight from one observer past several occluders (numpy + core)
 visibility_attributes.py  a terrain's visibility -> its mesh's point attributes

@@ -15,10 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .messages import format_count
+
 PATTERNS = ("SINGLE", "FAN", "GRID")
 GOLDEN_ANGLE = np.pi * (3.0 - np.sqrt(5.0))
 # The Cone Angle slider's maximum, pi, as a float property stores it: float32(pi) > pi.
 STORED_PI = float(np.float32(np.pi))
+# The largest patterns: a fan of a million rays, a grid of 2048 x 2048 (~4 million rays).
+FAN_MAX_RAYS = 1_000_000
+GRID_MAX_SIDE = 2048
 
 
 def as_text(vector) -> str:
@@ -42,6 +47,16 @@ def finite_number(label: str, value) -> float:
     return float(value)
 
 
+def more_than_zero(label: str, value) -> float:
+    """``value`` (a property's value); ValueError naming the property unless it is a number
+    above 0 (inf passes)."""
+    if np.isnan(value):
+        raise ValueError(f"{label} is not a number (nan)")
+    if not value > 0.0:
+        raise ValueError(f"{label} must be more than 0, got {float(value):g}")
+    return float(value)
+
+
 def unit_direction(direction) -> np.ndarray:
     direction = finite_vector("Direction", direction)
     length = np.linalg.norm(direction)
@@ -62,7 +77,11 @@ def perpendicular_basis(unit: np.ndarray):
 def fan_directions(unit: np.ndarray, count: int, angle: float) -> np.ndarray:
     """(count, 3) unit directions filling the cone of full apex ``angle`` around ``unit``."""
     if count < 1:
-        raise ValueError(f"Rays must be at least 1, got {count}")
+        raise ValueError(f"Rays must be at least 1, got {format_count(count)}")
+    if count > FAN_MAX_RAYS:
+        raise ValueError(
+            f"Rays must be at most {format_count(FAN_MAX_RAYS)}, got {format_count(count)}"
+        )
     if not 0.0 <= angle <= STORED_PI:
         raise ValueError(f"Cone Angle must be between 0 and 180 degrees, got {np.degrees(angle):g}")
     angle = min(angle, np.pi)
@@ -83,8 +102,13 @@ def grid_origins(
     origin: np.ndarray, unit: np.ndarray, rows: int, columns: int, width: float
 ) -> np.ndarray:
     """(rows * columns, 3) origins over a width x width square around ``origin``, row-major."""
+    size = f"{format_count(rows)} x {format_count(columns)}"
     if rows < 1 or columns < 1:
-        raise ValueError(f"Rows and Columns must be at least 1, got {rows} x {columns}")
+        raise ValueError(f"Rows and Columns must be at least 1, got {size}")
+    if rows > GRID_MAX_SIDE or columns > GRID_MAX_SIDE:
+        raise ValueError(
+            f"Rows and Columns must be at most {format_count(GRID_MAX_SIDE)}, got {size}"
+        )
     if not (np.isfinite(width) and width >= 0.0):
         raise ValueError(f"Width must be a number of at least 0, got {width:g}")
     u, v = perpendicular_basis(unit)

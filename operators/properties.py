@@ -69,6 +69,14 @@ SPHERE_CAST_SETTINGS = (
 # Settings the Visibility button copies from the panel to the operator.
 VISIBILITY_SETTINGS = ("observer_height", "target_height", "terrain_model")
 
+# The smallest Marker Size (Blender draws no empty smaller than 0.0001).
+MARKER_MIN_SIZE = 0.001
+
+# Limits are soft only (soft_min, soft_max: the sliders' range). Blender clamps a value
+# outside a hard min or max without a word, both an operator argument from Python and an
+# assignment (fan_count=0 would run as 1, radius=-1 as 0), so the operators check the values
+# they use instead and refuse one out of range with a message naming it.
+
 
 def max_distance_property():
     return FloatProperty(
@@ -77,7 +85,7 @@ def max_distance_property():
         subtype="DISTANCE",
         unit="LENGTH",
         default=100.0,
-        min=0.0,
+        soft_min=0.001,
     )
 
 
@@ -90,8 +98,7 @@ def fan_count_property():
         name="Rays",
         description="Number of rays in the fan",
         default=16,
-        min=1,
-        max=1_000_000,
+        soft_min=1,
         soft_max=10_000,
     )
 
@@ -102,17 +109,17 @@ def fan_angle_property():
         description="Full apex angle of the fan's cone",
         subtype="ANGLE",
         default=radians(30.0),
-        min=0.0,
-        max=pi,
+        soft_min=0.0,
+        soft_max=pi,
     )
 
 
 def grid_rows_property():
-    return IntProperty(name="Rows", default=4, min=1, max=2048, soft_max=1000)
+    return IntProperty(name="Rows", default=4, soft_min=1, soft_max=1000)
 
 
 def grid_columns_property():
-    return IntProperty(name="Columns", default=4, min=1, max=2048, soft_max=1000)
+    return IntProperty(name="Columns", default=4, soft_min=1, soft_max=1000)
 
 
 def grid_width_property():
@@ -122,7 +129,7 @@ def grid_width_property():
         subtype="DISTANCE",
         unit="LENGTH",
         default=2.0,
-        min=0.0,
+        soft_min=0.0,
     )
 
 
@@ -150,18 +157,18 @@ def marker_size_property():
         subtype="DISTANCE",
         unit="LENGTH",
         default=0.2,
-        min=0.001,
+        soft_min=MARKER_MIN_SIZE,
     )
 
 
 def cast_radius_property():
     return FloatProperty(
         name="Radius",
-        description="Radius of the moving sphere",
+        description="Radius of the moving sphere (0 casts a ray from the start to the end)",
         subtype="DISTANCE",
         unit="LENGTH",
         default=0.25,
-        min=0.0,
+        soft_min=0.0,
     )
 
 

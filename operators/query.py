@@ -18,6 +18,7 @@ from bpy.props import FloatVectorProperty
 from mathutils import Vector
 
 from . import mapping, nearest, patterns, properties, results
+from .messages import format_count
 
 if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the stubs
     from bpy.stub_internal.rna_enums import OperatorReturnItems
@@ -27,9 +28,28 @@ if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the st
 # semantics), hence the `# type: ignore[valid-type]` on each.
 
 
+# The cursor's rotation in each of its rotation modes.
+CURSOR_ROTATIONS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}
+
+
+def cursor_location(scene) -> Vector:
+    """The 3D cursor's location, the default origin (or start) of every query; ValueError
+    naming the cursor when it is not finite."""
+    location = scene.cursor.location.copy()
+    if not np.isfinite(location).all():
+        raise ValueError(f"The 3D cursor's location is not finite {patterns.as_text(location)}")
+    return location
+
+
 def cursor_forward(scene) -> Vector:
-    """The 3D cursor's -Z axis, the default direction of every query."""
-    return scene.cursor.matrix.to_3x3() @ Vector((0.0, 0.0, -1.0))
+    """The 3D cursor's -Z axis, the default direction of every query; ValueError naming the
+    cursor when its rotation is not finite."""
+    cursor = scene.cursor
+    rotation = getattr(cursor, CURSOR_ROTATIONS.get(cursor.rotation_mode, "rotation_euler"))
+    forward = cursor.matrix.to_3x3() @ Vector((0.0, 0.0, -1.0))
+    if not (np.isfinite(rotation).all() and np.isfinite(forward).all()):
+        raise ValueError("The 3D cursor's rotation is not finite")
+    return forward
 
 
 def store_last_result(context: bpy.types.Context, message: str) -> None:
@@ -70,12 +90,15 @@ def poll_objects_to_query(cls: type[bpy.types.Operator], context: bpy.types.Cont
     return True
 
 
+# Each operator's tooltip is its bl_description, one paragraph (a docstring would keep its
+# line breaks and indentation).
 class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
-    """Cast rays from the 3D cursor (or a given origin) at the selected objects and mark the
-    nearest hit of each ray"""
-
     bl_idname = "geometry_queries.fire_ray"
     bl_label = "Fire Ray"
+    bl_description = (
+        "Cast rays from the 3D cursor (or a given origin) at the selected objects and mark "
+        "the nearest hit of each ray"
+    )
     bl_options = {"REGISTER", "UNDO"}
 
     origin: properties.point_property(  # type: ignore[valid-type]
@@ -109,7 +132,7 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
         """Origin and direction from the cursor or the view where they were not given."""
         scene = context.scene
         if not self.properties.is_property_set("origin"):
-            self.origin = scene.cursor.location
+            self.origin = cursor_location(scene)
         if self.direction_source == "VIEW":
             space = context.space_data
             in_3d_view = space is not None and space.type == "VIEW_3D"
@@ -127,8 +150,12 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
         scene = context.scene
         try:
             self.fill_defaults(context)
-            if np.isnan(self.max_distance):
-                raise ValueError("Max Distance is not a number (nan)")
+            patterns.more_than_zero("Max Distance", self.max_distance)
+            if self.output != "POINT_MESH" and not self.marker_size >= properties.MARKER_MIN_SIZE:
+                raise ValueError(
+                    f"Marker Size must be at least {properties.MARKER_MIN_SIZE:g}, "
+                    f"got {self.marker_size:g}"
+                )
             origins, directions = operator_pattern(self, self.origin, self.direction)
             targets = mapping.recognize_all(
                 query_targets(context), context.evaluated_depsgraph_get(), self.terrain_model
@@ -146,7 +173,7 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
             else:
                 results.write_hit_point_mesh(scene, hits, names)
         rays = len(origins)
-        message = f"{hit_count} of {rays} {'ray' if rays == 1 else 'rays'} hit"
+        message = f"{format_count(hit_count)} of {format_count(rays, 'ray')} hit"
         if hit_count:
             ray = int(np.argmin(hits.distance))
             message += (
@@ -159,11 +186,12 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
 
 
 class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
-    """Move a sphere from a start to an end point (or a fan or grid of such casts) and mark
-    where it first touches one of the selected spheres, cylinders and terrains"""
-
     bl_idname = "geometry_queries.sphere_cast"
     bl_label = "Sphere Cast"
+    bl_description = (
+        "Move a sphere from a start to an end point (or a fan or grid of such casts) and "
+        "mark where it first touches one of the selected spheres, cylinders and terrains"
+    )
     bl_options = {"REGISTER", "UNDO"}
 
     start: properties.point_property(  # type: ignore[valid-type]
@@ -194,15 +222,16 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
         scene = context.scene
         try:
             if not self.properties.is_property_set("start"):
-                self.start = scene.cursor.location  # type: ignore[union-attr]  # runs in a scene
+                self.start = cursor_location(scene)
             if not self.properties.is_property_set("end"):
+                patterns.more_than_zero("Max Distance", self.max_distance)
                 patterns.finite_number("Max Distance", self.max_distance)
                 self.end = Vector(self.start) + self.max_distance * cursor_forward(scene)
             start = patterns.finite_vector("Start", self.start)
             end = patterns.finite_vector("End", self.end)
             radius = patterns.finite_number("Radius", self.radius)
-            if not radius > 0.0:
-                raise ValueError(f"Radius must be more than 0, got {radius:g}")
+            if not radius >= 0.0:  # 0 is a ray from start to end, as in core
+                raise ValueError(f"Radius must be 0 or more, got {radius:g}")
             if (start == end).all():
                 raise ValueError("Start and End must differ (the cast needs a direction)")
             # Every cast of a pattern is as long as End - Start (a fan's rays, a grid's rows).
@@ -229,7 +258,9 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
         if len(starts) == 1:
             message = "Sphere cast touches nothing between start and end"
         else:
-            message = f"{touching} of {len(starts)} sphere casts touch"
+            message = (
+                f"{format_count(touching)} of {format_count(len(starts), 'sphere cast')} touch"
+            )
         if touching:
             cast = int(np.argmin(casts.distance))
             distance = results.format_length(scene, casts.distance[cast])
@@ -245,11 +276,12 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
 
 
 class GEOMETRY_QUERIES_OT_clear_hits(bpy.types.Operator):
-    """Remove the objects and collections Geometry Queries created in this scene (and nothing
-    else)"""
-
     bl_idname = "geometry_queries.clear_hits"
     bl_label = "Clear Hits"
+    bl_description = (
+        "Remove the objects and collections Geometry Queries created in this scene (and "
+        "nothing else)"
+    )
     bl_options = {"REGISTER", "UNDO"}
 
     @classmethod
@@ -261,7 +293,7 @@ class GEOMETRY_QUERIES_OT_clear_hits(bpy.types.Operator):
 
     def execute(self, context: bpy.types.Context) -> set[OperatorReturnItems]:
         removed = results.remove_created(context.scene)
-        message = f"Removed {removed} {'object' if removed == 1 else 'objects'}"
+        message = f"Removed {format_count(removed, 'object')}"
         self.report({"INFO"}, message)
         store_last_result(context, message)
         return {"FINISHED"}

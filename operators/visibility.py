@@ -21,7 +21,8 @@ import numpy as np
 from bpy.app.handlers import persistent
 
 from . import mapping, patterns, properties, sightlines, visibility_attributes
-from .query import query_targets, store_last_result
+from .messages import format_count
+from .query import cursor_location, query_targets, store_last_result
 from .update_handlers import forget_on_update, stop_forgetting
 
 if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the stubs
@@ -70,7 +71,7 @@ def recognize_occluders(objects, depsgraph, terrain_model: str) -> list:
                 if original != evaluated:
                     raise ValueError(
                         f"{error} (its modifiers change its vertex count from "
-                        f"{original:,} to {evaluated:,})"
+                        f"{format_count(original)} to {format_count(evaluated)})"
                     ) from None
             raise
     return recognized
@@ -82,19 +83,21 @@ def check_vertex_count(obj, depsgraph) -> None:
     original, evaluated = vertex_counts(obj, depsgraph)
     if original != evaluated:
         raise ValueError(
-            f"{obj.name}: its modifiers change its vertex count from {original:,} to "
-            f"{evaluated:,} (e.g. Subdivision Surface), so the visibility of its evaluated "
-            "vertices cannot be stored on its mesh: apply or remove that modifier"
+            f"{obj.name}: its modifiers change its vertex count from {format_count(original)} "
+            f"to {format_count(evaluated)} (e.g. Subdivision Surface), so the visibility of "
+            "its evaluated vertices cannot be stored on its mesh: apply or remove that modifier"
         )
 
 
 class GEOMETRY_QUERIES_OT_visibility(bpy.types.Operator):
-    """Mark which vertices of the selected terrains can be seen from the 3D cursor (or a
-    given origin), past every selected object: writes the point attributes 'visible' and
-    'visibility' (a colour) on each terrain"""
-
     bl_idname = "geometry_queries.visibility"
     bl_label = "Visibility from Cursor"
+    # The tooltip: one paragraph (a docstring would keep its line breaks and indentation).
+    bl_description = (
+        "Mark which vertices of the selected terrains can be seen from the 3D cursor (or a "
+        "given origin), past every selected object: writes the point attributes 'visible' "
+        "and 'visibility' (a colour) on each terrain"
+    )
     bl_options = {"REGISTER", "UNDO"}
 
     origin: properties.point_property(  # type: ignore[valid-type]
@@ -123,7 +126,7 @@ class GEOMETRY_QUERIES_OT_visibility(bpy.types.Operator):
         scene = context.scene
         try:
             if not self.properties.is_property_set("origin"):
-                self.origin = scene.cursor.location  # type: ignore[union-attr]  # in a scene
+                self.origin = cursor_location(scene)
             observer = patterns.finite_vector("Origin", self.origin) + [
                 0.0,
                 0.0,
@@ -161,7 +164,7 @@ class GEOMETRY_QUERIES_OT_visibility(bpy.types.Operator):
             visibility_attributes.write_visibility(terrain.data, visible)
         message = "; ".join(
             f"Visible: {100.0 * np.count_nonzero(visible) / len(visible):.1f} % of "
-            f"{len(visible):,} vertices on {terrain.name}"
+            f"{format_count(len(visible), 'vertex', 'vertices')} on {terrain.name}"
             for terrain, visible in zip(terrains, answers)
         )
         self.report({"INFO"}, message)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .messages import format_count
+
 VISIBLE_ATTRIBUTE = "visible"
 COLOR_ATTRIBUTE = "visibility"
 VISIBLE_COLOR = (0.85, 0.82, 0.70, 1.0)  # light sand (linear RGBA)
@@ -36,7 +38,8 @@ def write_visibility(mesh, visible: np.ndarray) -> None:
     visible = np.ascontiguousarray(visible, dtype=bool)
     if len(visible) != len(mesh.vertices):
         raise ValueError(
-            f"{mesh.name}: {len(visible)} visibility values for {len(mesh.vertices)} vertices"
+            f"{mesh.name}: {format_count(len(visible), 'visibility value')} for "
+            f"{format_count(len(mesh.vertices), 'vertex', 'vertices')}"
         )
     # Each attribute is filled before the next is created: adding an attribute may move the
     # others' storage (and invalidate references to them).

@@ -14,6 +14,7 @@ from bpy.app.handlers import persistent
 
 from ..core import prepare
 from ..operators import mapping
+from ..operators.messages import format_count
 from ..operators.properties import (
     FIRE_RAY_SETTINGS,
     SPHERE_CAST_SETTINGS,
@@ -130,7 +131,7 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
             recognized, text = describe(obj, depsgraph, settings.terrain_model)
             column.label(text=f"{obj.name}: {text}", icon="CHECKMARK" if recognized else "ERROR")
         if len(objects) > MAX_LISTED_OBJECTS:
-            column.label(text=f"... and {len(objects) - MAX_LISTED_OBJECTS} more")
+            column.label(text=f"... and {format_count(len(objects) - MAX_LISTED_OBJECTS)} more")
 
 
 classes = (GEOMETRY_QUERIES_PT_main,)

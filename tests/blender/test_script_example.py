@@ -28,7 +28,7 @@ def test_script_example_runs_reports_every_query_and_saves_the_hits(tmp_path, ad
         "Cylinder: Cylinder r=0.600 h=2.000",
         "Terrain: Terrain 128x128",
         "1. 1 of 1 ray hit; nearest: Sphere at 3.546 m",
-        "2. 10000 of 10000 rays hit; nearest: Cylinder at",
+        "2. 10,000 of 10,000 rays hit; nearest: Cylinder at",
         "3. 24 of 24 rays hit",
         "4. Sphere cast touches Sphere after",
         "5. Error: Cube is not a supported shape",

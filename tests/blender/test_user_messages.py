@@ -156,3 +156,82 @@ def test_distances_are_shown_in_the_scenes_units(
     bpy.ops.geometry_queries.sphere_cast(start=(0, 0, 0), end=(0, 0, -5), radius=0.02)
     result = empty_scene.geometry_queries.last_result
     assert result == f"Sphere cast touches Sphere after {cast_text}"
+
+
+@pytest.mark.parametrize(
+    "mode, attribute, value",
+    [
+        ("XYZ", "rotation_euler", (math.nan, 0.0, 0.0)),
+        ("QUATERNION", "rotation_quaternion", (1.0, 0.0, math.nan, 0.0)),
+        ("AXIS_ANGLE", "rotation_axis_angle", (math.nan, 0.0, 0.0, 1.0)),
+    ],
+)
+def test_a_cursor_rotation_that_is_not_finite_is_named_as_the_cursors(
+    empty_scene, mode, attribute, value
+):
+    select_only(add_uv_sphere(location=(0.0, 0.0, -5.0)))
+    cursor = empty_scene.cursor
+    cursor.rotation_mode = mode
+    setattr(cursor, attribute, value)
+    for call in (
+        lambda: bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0)),
+        lambda: bpy.ops.geometry_queries.fire_ray(),
+        lambda: bpy.ops.geometry_queries.sphere_cast(start=(0, 0, 0)),
+    ):
+        message = assert_refused(call, r"^Error: The 3D cursor's rotation is not finite\s*$")
+        assert "Direction" not in message
+    # Given a direction (an end), the cursor's rotation is not asked for.
+    bpy.ops.geometry_queries.fire_ray(direction=(0, 0, -1))
+    bpy.ops.geometry_queries.sphere_cast(end=(0, 0, -10))
+    assert len(created_markers()) == 1 + 2
+
+
+def test_a_cursor_location_that_is_not_finite_is_named_as_the_cursors(empty_scene):
+    terrain = add_displaced_grid(vertices_per_side=5)
+    select_only(add_uv_sphere(location=(0.0, 0.0, -5.0)), terrain)
+    empty_scene.cursor.location = (math.nan, 0.0, 1.0)
+    message = r"^Error: The 3D cursor's location is not finite \(nan, 0, 1\)\s*$"
+    for call in (
+        lambda: bpy.ops.geometry_queries.fire_ray(direction=(0, 0, -1)),
+        lambda: bpy.ops.geometry_queries.sphere_cast(end=(0, 0, -10)),
+        bpy.ops.geometry_queries.visibility,
+    ):
+        assert "Origin" not in assert_refused(call, message)
+    assert "visible" not in terrain.data.attributes
+    bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1))
+    bpy.ops.geometry_queries.visibility(origin=(0, 0, 3))
+    assert "visible" in terrain.data.attributes
+
+
+def test_counts_have_thousands_separators_in_every_report(empty_scene):
+    settings = empty_scene.geometry_queries
+    sphere = add_uv_sphere(radius=1.0, location=(0.0, 0.0, -5.0))
+    select_only(sphere)
+    grid = dict(pattern="GRID", grid_rows=40, grid_columns=40, grid_width=4.0)
+    bpy.ops.geometry_queries.fire_ray(origin=(0, 0, 0), direction=(0, 0, -1), **grid)
+    hit = len(bpy.data.objects["Ray Hits"].data.vertices)
+    assert 1_000 > hit > 100
+    assert settings.last_result.startswith(f"{hit} of 1,600 rays hit; nearest: Sphere at")
+    grid.update(grid_rows=1_500, grid_columns=2, grid_width=0.1)
+    bpy.ops.geometry_queries.sphere_cast(start=(0, 0, 0), end=(0, 0, -10), radius=0.1, **grid)
+    assert settings.last_result.startswith("3,000 of 3,000 sphere casts touch; nearest:")
+    bpy.ops.geometry_queries.fire_ray(
+        origin=(0, 0, 0),
+        direction=(0, 0, -1),
+        **dict(grid, grid_rows=1_001, grid_columns=1),
+        output="EMPTIES",
+    )
+    assert settings.last_result.startswith("1,001 of 1,001 rays hit")
+    bpy.ops.geometry_queries.clear_hits()
+    assert settings.last_result == "Removed 1,003 objects"
+
+
+def test_count_wording(addon):
+    from geometry_queries.operators.messages import format_count
+
+    assert format_count(3_880_800) == "3,880,800"
+    assert format_count(1, "ray") == "1 ray"
+    assert format_count(0, "ray") == "0 rays"
+    assert format_count(4_000_000, "ray") == "4,000,000 rays"
+    assert format_count(1, "vertex", "vertices") == "1 vertex"
+    assert format_count(1_048_576, "vertex", "vertices") == "1,048,576 vertices"
