@@ -9,8 +9,13 @@ reached where g comes to 0 from either side), at ``t_k + (t_k+1 - t_k) g_k /
 (g_k - g_k+1)`` (no cancellation: the two have opposite signs, or g_k is 0), with the
 normal of that piece's triangle. A local minimum of g within (0, tol] at a breakpoint (on a
 surface also a local maximum within [-tol, 0)) is a touch, one record, as the walk
-counts it a hit (grid.py: each cell's tolerance). g cannot change sign where z is outside
-the heights' range, so breakpoints are listed only over the stretch of the ray inside it.
+counts it a hit (grid.py: each cell's tolerance). As the walk, a crossing or touch that
+the ray comes within the tolerance of first (a run of breakpoints with 0 < g <= tol, g
+falling) is recorded at the run's first breakpoint, with the normal of the piece before
+it; a piece's triangle is chosen as the walk's cell test chooses it (_triangle_gradient),
+so on a vertex or an edge raycast_all's first record has raycast's triangle (TRIANGLES;
+BILINEAR records stay where they are). g cannot change sign where z is outside the
+heights' range, so breakpoints are listed only over the stretch of the ray inside it.
 
 The solid (``solid=True``) is the footprint's column under the surface: along the ray,
 inside where the ray is over the footprint and g <= 0. Going down through the surface is
@@ -33,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from .surfaces import surface_at
+from .walk import TINY
 
 # Breakpoints per batch: rays are taken in groups whose breakpoints stay below this (a
 # ray over a 1024 x 1024 terrain may cross ~4000 lines).
@@ -138,6 +144,7 @@ def _group(field, rays, direction, rows, lines, footprint, stretch):
     same_previous[1:] = same_next[:-1]
     g_next = np.where(same_next, np.roll(g, -1), np.inf)
     g_previous = np.where(same_previous, np.roll(g, 1), np.inf)
+    g_previous_below = np.where(same_previous, np.roll(g, 1), -np.inf)
     # -- crossings between breakpoints k and k + 1 ---------------------------------------
     if field.solid:  # in the solid where g <= 0: entries and exits
         changes = (g > 0.0) != (g_next > 0.0)
@@ -150,22 +157,35 @@ def _group(field, rays, direction, rows, lines, footprint, stretch):
     if bilinear:  # the root of the piece's quadratic, near the linear estimate
         ratio = _bilinear_root(field, rays, cross_ray, ta, tb, ga, ratio)
     cross_t = np.where(ratio >= 1.0, tb, ta + (tb - ta) * ratio)
-    cross_normal = _surface_normal(field, rays, cross_ray, ta, tb, cross_t)
+    # A ray that comes within the tolerance of the surface before it crosses or touches
+    # it is recorded where it first comes within it (the start of that run of
+    # breakpoints), with the normal of the piece that brings it there: as the walk's cell
+    # test decides (surfaces._piece_root), so a ray through a vertex or along an edge has
+    # raycast's triangle. (BILINEAR pieces: each record where it is.)
+    run = np.full(len(g), -1) if bilinear else _run_start(g, g_previous, tol, same_previous)
+    if not field.solid:
+        run = np.maximum(run, _run_start(-g, -g_previous_below, tol, same_previous))
+    early = run[k] >= 0
+    start = np.where(early, run[k], k)
+    cross_t = np.where(early, t[start], cross_t)
+    piece_start = np.where(early, t[start - 1], ta)
+    piece_end = np.where(early, t[start], tb)
+    cross_normal = _surface_normal(field, rays, cross_ray, piece_start, piece_end, cross_t)
     # -- touches at breakpoints -----------------------------------------------------------
     touch = (g > 0.0) & (g <= tol) & (g_previous > g) & (g_next >= g)
     if not field.solid:
-        g_previous_below = np.where(same_previous, np.roll(g, 1), -np.inf)
         g_next_below = np.where(same_next, np.roll(g, -1), -np.inf)
         touch |= (g < 0.0) & (g >= -tol) & (g_previous_below < g) & (g_next_below <= g)
         touch |= (g == 0.0) & ~same_previous  # the ray starts over the footprint on it
     k_touch = np.flatnonzero(touch)
-    # the piece before the touch (or after it, at the ray's first breakpoint)
-    piece_end = np.where(same_previous[k_touch], k_touch - 1, k_touch)
-    piece_far = np.where(
-        same_previous[k_touch], k_touch, np.where(same_next[k_touch], k_touch + 1, k_touch)
-    )
+    # where the run down to the touch starts, the piece before it (or the piece after
+    # the touch, at the ray's first breakpoint)
+    at = np.where(run[k_touch] >= 0, run[k_touch], k_touch)
+    piece_end = np.where(same_previous[at], at - 1, at)
+    piece_far = np.where(same_previous[at], at, np.where(same_next[at], at + 1, at))
     touch_ray = ray[k_touch]
-    touch_normal = _surface_normal(field, rays, touch_ray, t[piece_end], t[piece_far], t[k_touch])
+    touch_normal = _surface_normal(field, rays, touch_ray, t[piece_end], t[piece_far], t[at])
+    k_touch = at
     parts = [(cross_ray, cross_t, cross_normal), (touch_ray, t[k_touch], touch_normal)]
     if field.solid:
         # The first point over the footprint: an entry where g <= 0 there.
@@ -198,6 +218,16 @@ def _group(field, rays, direction, rows, lines, footprint, stretch):
         np.concatenate([p[1] for p in parts]),
         *(np.concatenate([p[2][axis] for p in parts]) for axis in range(3)),
     )
+
+
+def _run_start(g, g_previous, tol, same_previous):
+    """For each breakpoint q where the ray has come down to within the tolerance above
+    the surface (0 < g <= tol, below g at the breakpoint before), the first breakpoint
+    of the run of such breakpoints ending at q; -1 elsewhere."""
+    reached = same_previous & (g > 0.0) & (g <= tol) & (g < g_previous)
+    index = np.arange(len(g))
+    before = np.maximum.accumulate(np.where(reached, -1, index))
+    return np.where(reached, before + 1, -1)
 
 
 def _sorted(ray, t):
@@ -257,11 +287,57 @@ def _surface_normal(field, rays, ray, ta, tb, t):
         u = ua + (t - ta) * rays.du[ray]
         v = va + (t - ta) * rays.dv[ray]
         return field._normal(a + c * v, b + c * u)
-    middle = 0.5 * (ta + tb)
-    U = rays.U0[ray] + middle * rays.du[ray]
-    V = rays.V0[ray] + middle * rays.dv[ray]
-    _, grad_u, grad_v, _, _ = surface_at(field._above, "TRIANGLES", U, V)
-    return field._normal(grad_u, grad_v)
+    return field._normal(*_triangle_gradient(field._above, rays, ray, ta, tb))
+
+
+def _triangle_gradient(terrain, rays, ray, ta, tb):
+    """The height gradient (dh/du, dh/dv) of the triangle under the piece [ta, tb] of
+    each ray, chosen and computed as the walk's cell test does (surfaces.test_triangles):
+    a direction component 0 taken as +-TINY toward the grid's middle (walk.start_walk),
+    the cell the ray moves through at the piece's middle, the triangle by the sign of the
+    split line's function there (w > 0: triangle 0), the gradient from triangle 1's plane
+    and the kink. So a piece on a cell's edge or split line, or a vertical ray on a
+    vertex, gets the triangle the walk gets."""
+    nx, ny = terrain.nx, terrain.ny
+    U0, V0 = rays.U0[ray], rays.V0[ray]
+    du = _nudged(rays.du[ray], U0, nx - 1.0)
+    dv = _nudged(rays.dv[ray], V0, ny - 1.0)
+    middle = 0.5 * (tb - ta)
+    i = _cell_along(U0 + (ta + middle) * du, du, nx)
+    j = _cell_along(V0 + (ta + middle) * dv, dv, ny)
+    k = (j * nx + i).astype(np.intp)
+    flat = terrain.flat
+    h00, h10, h01, h11 = flat[k], flat[k + 1], flat[k + nx], flat[k + nx + 1]
+    ua = U0 + ta * du - i
+    va = V0 + ta * dv - j
+    curl = (h00 - h10) + (h11 - h01)
+    a1 = h11 - h01
+    b1 = h01 - h00
+    if terrain.anti is None:
+        sigma, eu = -curl, 1.0
+        wa = ua - va
+        dw = du - dv
+    else:
+        anti = terrain.anti[(j * (nx - 1) + i).astype(np.intp)]
+        eu = 1.0 - 2.0 * anti
+        b1 = b1 + anti * curl
+        sigma = -curl * eu
+        wa = eu * ua - va + anti
+        dw = eu * du - dv
+    on_first = (wa + dw * middle > 0).astype(np.float64)
+    return a1 + on_first * sigma * eu, b1 - on_first * sigma
+
+
+def _nudged(d, start, cells):
+    """A direction component with 0 replaced as walk.start_walk does (+-TINY)."""
+    return np.where(d == 0, np.where(start > 0.5 * cells, -TINY, TINY), d)
+
+
+def _cell_along(U, d, n):
+    """The cell a ray moving at rate d is in at grid coordinate U: on a grid line, the
+    one it moves into; clamped to the grid's n - 1 cells."""
+    cell = np.where(d > 0, np.floor(U), np.ceil(U) - 1.0)
+    return np.clip(cell, 0, n - 2)
 
 
 def _wall_normal(rays, ray, t_x, t, sign):

@@ -88,11 +88,13 @@ def extremes_float32(least, largest):
     outward (so they still bound its pieces; the culling only gets a little looser): one
     cache line holds eight cells' pairs, where two float64 arrays took two lines for four
     (the walk's box tests had waited for those loads more than they computed)."""
+    # Beyond float32's range a bound becomes +-inf, still outward: the casts and the
+    # step past float32's largest value overflow by design.
     with np.errstate(over="ignore"):
         low = least.astype(np.float32)
         high = largest.astype(np.float32)
-    low = np.where(low > least, np.nextafter(low, np.float32(-np.inf)), low)
-    high = np.where(high < largest, np.nextafter(high, np.float32(np.inf)), high)
+        low = np.where(low > least, np.nextafter(low, np.float32(-np.inf)), low)
+        high = np.where(high < largest, np.nextafter(high, np.float32(np.inf)), high)
     return np.stack((low, high), axis=1).ravel()
 
 

@@ -13,6 +13,7 @@ put them (``write``).
 import numpy as np
 from numba import njit
 
+from ..heightfield.walk import TINY
 from .heightfield import _clamp, _maximum, _minimum, _slab
 from .rays import helper
 
@@ -155,6 +156,16 @@ def records(terrain, rays, limit, out, write):
             h, _, _, k = _surface(heights, anti_of, has_anti, nx, ny, U, V)
             g[q] = (oz + t[q] * dz) - h
             tol[q] = tol_of[k]
+        # -- where the ray first comes within the tolerance (crossings._run_start) -------
+        run = np.empty(kept, dtype=np.int64)
+        for q in range(kept):
+            run[q] = -1
+            if q > 0:
+                reached = g[q] > 0.0 and g[q] <= tol[q] and g[q] < g[q - 1]
+                if not solid:
+                    reached = reached or (g[q] < 0.0 and g[q] >= -tol[q] and g[q] > g[q - 1])
+                if reached:
+                    run[q] = run[q - 1] if run[q - 1] >= 0 else q
         # -- the records, in the reference's order --------------------------------------
         found = 0
         if solid and g[0] <= 0.0:  # the first point over the footprint, inside
@@ -169,8 +180,10 @@ def records(terrain, rays, limit, out, write):
                 ratio = _minimum(ga / (ga - gb), 1.0)
                 ta, tb = t[q], t[q + 1]
                 cross = tb if ratio >= 1.0 else ta + (tb - ta) * ratio
-                middle = 0.5 * (ta + tb)
-                normal = _piece_normal(terrain, U0, V0, du, dv, middle)
+                if run[q] >= 0:  # recorded where the ray first came within the tolerance
+                    cross = t[run[q]]
+                    ta, tb = t[run[q] - 1], t[run[q]]
+                normal = _piece_normal(terrain, U0, V0, du, dv, ta, tb)
                 found += _emit(out, write, at + found, r, cross, normal)
         for q in range(kept):
             previous = g[q - 1] if q > 0 else np.inf
@@ -187,10 +200,11 @@ def records(terrain, rays, limit, out, write):
                 )
                 touch = touch or (g[q] == 0.0 and q == 0)
             if touch:
-                end = q - 1 if q > 0 else q
-                far = q if q > 0 else (kept - 1 if kept - 1 < q + 1 else q + 1)  # min()
-                normal = _piece_normal(terrain, U0, V0, du, dv, 0.5 * (t[end] + t[far]))
-                found += _emit(out, write, at + found, r, t[q], normal)
+                p = run[q] if run[q] >= 0 else q
+                end = p - 1 if p > 0 else p
+                far = p if p > 0 else (kept - 1 if kept - 1 < p + 1 else p + 1)  # min()
+                normal = _piece_normal(terrain, U0, V0, du, dv, t[end], t[far])
+                found += _emit(out, write, at + found, r, t[p], normal)
         if solid and g[kept - 1] <= 0.0 and t[kept - 1] == leave:  # out through a side
             found += _emit(out, write, at + found, r, t[kept - 1], _wall(lx, leave, du, dv, 1.0))
         if write:
@@ -223,10 +237,45 @@ def _family(f, U0, V0, du, dv):
 
 
 @helper
-def _piece_normal(terrain, U0, V0, du, dv, t):
+def _piece_normal(terrain, U0, V0, du, dv, ta, tb):
+    """The up-facing normal of the triangle under the piece [ta, tb] of the ray, chosen
+    and computed as the walk's cell test does (crossings._triangle_gradient)."""
     heights, _, anti_of, has_anti, nx, ny, dx, dy = terrain[:8]
-    _, grad_u, grad_v, _ = _surface(heights, anti_of, has_anti, nx, ny, U0 + t * du, V0 + t * dv)
-    return _up_normal(grad_u, grad_v, dx, dy)
+    if du == 0:
+        du = -TINY if U0 > 0.5 * (nx - 1.0) else TINY
+    if dv == 0:
+        dv = -TINY if V0 > 0.5 * (ny - 1.0) else TINY
+    middle = 0.5 * (tb - ta)
+    i = _cell_along(U0 + (ta + middle) * du, du, nx)
+    j = _cell_along(V0 + (ta + middle) * dv, dv, ny)
+    k = np.int64(j) * nx + np.int64(i)
+    h00, h10, h01, h11 = heights[k], heights[k + 1], heights[k + nx], heights[k + nx + 1]
+    ua = U0 + ta * du - i
+    va = V0 + ta * dv - j
+    curl = (h00 - h10) + (h11 - h01)
+    a1 = h11 - h01
+    b1 = h01 - h00
+    if has_anti:
+        anti = anti_of[np.int64(j) * (nx - 1) + np.int64(i)]
+        eu = 1.0 - 2.0 * anti
+        b1 = b1 + anti * curl
+        sigma = -curl * eu
+        wa = eu * ua - va + anti
+        dw = eu * du - dv
+    else:
+        eu = 1.0
+        sigma = -curl
+        wa = ua - va
+        dw = du - dv
+    on_first = 1.0 if wa + dw * middle > 0 else 0.0
+    return _up_normal(a1 + on_first * sigma * eu, b1 - on_first * sigma, dx, dy)
+
+
+@helper
+def _cell_along(U, d, n):
+    """crossings._cell_along for one coordinate."""
+    cell = np.floor(U) if d > 0 else np.ceil(U) - 1.0
+    return _clamp(cell, 0.0, n - 2.0)
 
 
 @helper

@@ -518,6 +518,78 @@ def _on_terrain_edge(shape, point):
     return near_integer(U) | near_integer(V) | near_integer(U - V) | near_integer(U + V)
 
 
+# -- ties: a ray through a vertex or along an edge --------------------------------------------
+
+
+def rays_at_vertices(rng, args, count, along):
+    """Rays from above aimed at interior grid vertices (every triangle around the vertex is
+    inside the footprint): from random azimuths, down grid lines (a direction component
+    exactly 0, so the ray runs along the edge below it), vertically, and across each
+    cell's split line (``along`` the other diagonal: through the vertex from one split
+    line to the next); elevations 3 to 86 degrees."""
+    heights, spacing, origin_xy, _ = args
+    ny, nx = heights.shape
+    i, j = rng.integers(1, nx - 1, count), rng.integers(1, ny - 1, count)
+    target = np.column_stack(
+        [origin_xy[0] + i * spacing[0], origin_xy[1] + j * spacing[1], heights[j, i]]
+    )
+    kind = np.arange(count) % 4
+    azimuth = rng.uniform(0, 2 * np.pi, count)
+    azimuth[kind == 1] = rng.integers(0, 4, (kind == 1).sum()) * np.pi / 2
+    elevation = rng.uniform(0.05, 1.5, count)
+    horizontal = np.cos(elevation)
+    direction = np.column_stack(
+        [np.cos(azimuth) * horizontal, np.sin(azimuth) * horizontal, -np.sin(elevation)]
+    )
+    axis = np.column_stack([np.round(np.cos(azimuth)), np.round(np.sin(azimuth))])
+    direction[kind == 1, :2] = (axis * horizontal[:, None])[kind == 1]  # one component 0
+    direction[kind == 2] = (0.0, 0.0, -1.0)
+    sign = rng.choice([-1.0, 1.0], (count, 1))
+    diagonal = sign * np.multiply(along, spacing)
+    direction[kind == 3, :2] = diagonal[kind == 3]
+    origin = target - rng.uniform(0.5, 4.0, (count, 1)) * direction
+    return origin, direction
+
+
+def assert_first_record_is_raycasts_hit_exactly(shape, origins, directions):
+    hits, first_hits, firsts, rows = assert_sorted_and_first_is_raycast(shape, origins, directions)
+    scale = 1.0 + first_hits.distance[rows, None]
+    assert np.all(np.abs(hits.point[firsts] - first_hits.point[rows]) <= 1e-12 * scale)
+    same = np.all(hits.normal[firsts] == first_hits.normal[rows], axis=1)
+    assert same.all(), (rows[~same], hits.normal[firsts][~same], first_hits.normal[rows][~same])
+    return len(rows)
+
+
+@pytest.mark.parametrize("solid", [True, False])
+@pytest.mark.parametrize("diagonals", ["main", "anti"])
+@pytest.mark.parametrize("integer_heights", [False, True])
+def test_first_record_through_a_vertex_or_along_an_edge_has_raycasts_triangle(
+    solid, diagonals, integer_heights
+):
+    """raycast_all's first record is raycast's hit, normal included, where the ray meets
+    the terrain on a vertex or an edge, so several triangles hold the point: both pick
+    the triangle the ray comes over to reach it (for a vertical ray, or one along a grid
+    line, the one on the side the walk nudges it to). Rays along a cell's split line are
+    left out: there the two sides of the split are a matter of rounding."""
+    rng = np.random.default_rng(60 + 4 * solid + 2 * (diagonals == "anti") + integer_heights)
+    heights = rng.uniform(-1, 2, (9, 12))
+    if integer_heights:  # ties between the heights too
+        heights = np.round(2 * heights) / 2
+    split = np.full((8, 11), diagonals == "anti")
+    args = (heights, (0.7, 0.45), (-1.3, 2.1), split)
+    field = Heightfield(heights, args[1], args[2], diagonals=split, solid=solid)
+    # across the split lines: along u = -v where cells split along u = v, and back
+    along = (1.0, -1.0) if diagonals == "main" else (1.0, 1.0)
+    origins, directions = rays_at_vertices(rng, args, 800, along)
+    assert assert_first_record_is_raycasts_hit_exactly(field, origins, directions) == 800
+    # placed by an exact map (a quarter turn, power-of-two scales): zeros stay zeros
+    matrix = np.array([[0, -2, 0, 1.25], [1, 0, 0, -2], [0, 0, 0.5, 3], [0, 0, 0, 1]], float)
+    placed = Placed(field, matrix)
+    origins = origins @ matrix[:3, :3].T + matrix[:3, 3]
+    directions = directions @ matrix[:3, :3].T
+    assert assert_first_record_is_raycasts_hit_exactly(placed, origins, directions) == 800
+
+
 # -- the backends agree bit for bit ---------------------------------------------------------------
 
 

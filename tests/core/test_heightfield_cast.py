@@ -862,3 +862,46 @@ def test_traversal_finds_what_testing_every_cell_finds(solid):
     moving = casts.distance != 0  # (starts in overlap are decided before any walk)
     assert casts.hit[moving].sum() > 40
     np.testing.assert_allclose(casts.distance[moving], every[moving], rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("solid", [True, False])
+def test_float32_largest_height_raises_no_warning(solid):
+    """A vertex at float32's largest value (where an inf height was stored as float32):
+    every terrain query runs without a numpy warning (the kernel's float32 extremes round
+    it outward to inf), and casts and rays two cells or more from it answer as on the
+    terrain without it."""
+    import warnings
+
+    from core import occluded, raycast_all
+
+    rng = np.random.default_rng(90 + solid)
+    heights = rng.uniform(0, 2, (12, 13))
+    spiked = heights.copy()
+    spiked[5, 6] = np.finfo(np.float32).max
+    field = Heightfield(spiked, (0.5, 0.75), (-1, 2), solid=solid)
+    plain = Heightfield(heights, (0.5, 0.75), (-1, 2), solid=solid)
+    # over cells two or more from the spike's (x 1.5 to 2, y 5.75 to 6.5), 0.25 wide
+    x = rng.uniform(-0.5, 4.5, 400)
+    y = rng.uniform(2.5, 9.75, 400)
+    far = (np.abs(x - 2) > 1.4) | (np.abs(y - 5.75) > 2.1)
+    starts = np.column_stack([x, y, np.full(400, 4.0)])[far]
+    ends = starts + np.column_stack(
+        [rng.uniform(-0.2, 0.2, (len(starts), 2)), np.full(len(starts), -6.0)]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        casts = sphere_cast(field, starts, ends, 0.1)
+        rays = raycast(field, starts, ends - starts)
+        blocked = occluded(field, starts, ends)
+        records = raycast_all(field, starts, ends - starts)
+        spike = raycast(field, [1.99, 5.76, 1e39], [0, 0, -1])
+        spike_cast = sphere_cast(field, [2.0, 5.75, 1e39], [2.0, 5.75, 0.0], 0.2)
+    expected_casts = sphere_cast(plain, starts, ends, 0.1)
+    expected_rays = raycast(plain, starts, ends - starts)
+    assert casts.hit.all() and rays.hit.all() and blocked.all()
+    assert casts.distance == pytest.approx(expected_casts.distance, abs=1e-9)
+    assert rays.distance == pytest.approx(expected_rays.distance, abs=1e-9)
+    assert records.distance[np.r_[True, np.diff(records.ray) > 0]] == pytest.approx(
+        rays.distance, abs=1e-9
+    )
+    assert spike.hit.all() and spike_cast.hit.all()
