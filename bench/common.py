@@ -3,19 +3,17 @@
 Every script sets BLENDER_USER_RESOURCES to a temporary directory before bpy is imported.
 """
 
-import atexit
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
-if "BLENDER_USER_RESOURCES" not in os.environ:
-    os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="gq-bench-")
-    atexit.register(shutil.rmtree, os.environ["BLENDER_USER_RESOURCES"], ignore_errors=True)
+
+from demo.addon_from_checkout import temporary_user_resources  # noqa: E402
+
+temporary_user_resources("gq-bench-")
 
 import bpy  # noqa: E402, F401  (after BLENDER_USER_RESOURCES; makes bmesh and mathutils importable)
 import numpy as np  # noqa: E402

@@ -3,8 +3,10 @@
 The checkout is linked into a folder under the name ``geometry_queries`` (whatever the
 checkout's own folder is called; see _link_dir) and imported from there as a package, so its
 relative imports work exactly as in the installed extension. Used by the demo, the script example,
-the operator benchmark and the Blender tests. An installed extension needs none of this:
+the benchmarks and the Blender tests. An installed extension needs none of this:
 its operators are simply there.
+
+Nothing here imports bpy: a script calls temporary_user_resources() first, then imports bpy.
 """
 
 import atexit
@@ -14,6 +16,18 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LINK_DIR = os.path.join(ROOT, "build", "addon-from-checkout")
+
+
+def temporary_user_resources(prefix: str = "gq-user-") -> str:
+    """Point BLENDER_USER_RESOURCES at a new temporary folder, removed when this process
+    exits, unless it names one already (a caller's); call it before importing bpy, so the
+    user's Blender configuration is left alone. Returns the folder."""
+    if not os.environ.get("BLENDER_USER_RESOURCES"):
+        folder = tempfile.mkdtemp(prefix=prefix)
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        os.environ["BLENDER_USER_RESOURCES"] = folder
+    return os.environ["BLENDER_USER_RESOURCES"]
 
 
 def import_addon():
@@ -26,26 +40,21 @@ def import_addon():
 
 
 def _link_dir():
-    """A folder holding the link ``geometry_queries`` -> this checkout: inside the Blender
-    user directory when BLENDER_USER_RESOURCES names one (the tests' and scripts' temporary
-    one), so that every process sharing it imports the sources from the same path and
-    reuses the kernels compiled there (numba files them by their source's path), else a
-    temporary folder of this process."""
-    user = os.environ.get("BLENDER_USER_RESOURCES")
-    if not user:
-        link_dir = tempfile.mkdtemp(prefix="gq-addon-")
-        atexit.register(shutil.rmtree, link_dir, ignore_errors=True)
-    else:
-        link_dir = os.path.join(user, "addon-from-checkout")
-        os.makedirs(link_dir, exist_ok=True)
-    link = os.path.join(link_dir, "geometry_queries")
+    """The folder holding the link ``geometry_queries`` -> this checkout: one per checkout,
+    ``build/addon-from-checkout`` (ignored by git), the same for every process and every
+    run. numba files its cache of compiled kernels by the path of their source files
+    (core/kernels/__pycache__ when run from a checkout), so a stable path is what lets the
+    demo, the scripts, the tests and the benchmarks load the kernels compiled by an earlier
+    run instead of compiling and filing them again under a new path."""
+    os.makedirs(LINK_DIR, exist_ok=True)
+    link = os.path.join(LINK_DIR, "geometry_queries")
     if os.path.lexists(link) and os.path.realpath(link) != os.path.realpath(ROOT):
-        os.remove(link)  # another checkout's
+        os.remove(link)  # a link to elsewhere (this checkout moved)
     try:
         os.symlink(ROOT, link)
-    except FileExistsError:  # made by another process sharing the folder
+    except FileExistsError:  # made by another process at the same time
         pass
-    return link_dir
+    return LINK_DIR
 
 
 def register_addon():

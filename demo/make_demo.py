@@ -25,24 +25,25 @@
 With --docs the pictures are also copied to docs/demo.png and docs/visibility.png (the
 README's pictures).
 
-The add-on is registered straight from this checkout (linked into a temporary folder as the
-package ``geometry_queries``); installed as an extension, its operators are simply there.
-BLENDER_USER_RESOURCES points to a temporary directory before bpy is imported, so the demo
-leaves the user's Blender configuration alone.
+The add-on is registered straight from this checkout (linked as the package
+``geometry_queries`` from build/addon-from-checkout, so the kernels compiled by an earlier run
+are loaded, not compiled again); installed as an extension, its operators are simply there.
+BLENDER_USER_RESOURCES points to a temporary directory (removed at exit) before bpy is
+imported, so the demo leaves the user's Blender configuration alone.
 """
 
 import os
 import shutil
 import sys
-import tempfile
 import time
 from math import radians
 
-os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="gq-demo-user-"))
+from addon_from_checkout import register_addon, temporary_user_resources  # (beside this script)
+
+temporary_user_resources("gq-demo-user-")
 
 import bpy  # noqa: E402  (after BLENDER_USER_RESOURCES)
 import numpy as np  # noqa: E402
-from addon_from_checkout import register_addon  # noqa: E402  (beside this script)
 from mathutils import Vector  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

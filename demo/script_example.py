@@ -3,24 +3,24 @@
     .venv/bin/python demo/script_example.py [result.blend]
 
 Registers the add-on straight from this checkout (demo/addon_from_checkout.py: the
-checkout is linked into a temporary folder as the package ``geometry_queries``), builds a
+checkout is linked as the package ``geometry_queries`` from build/), builds a
 UV sphere, a cylinder and a displaced grid terrain, and runs every operator the way a
 script would: with explicit origins and directions, or with the 3D cursor. Prints what
 each query found; saves the scene when a .blend path is given.
 
-BLENDER_USER_RESOURCES points to a temporary directory before bpy is imported, so the
-script leaves the user's Blender configuration alone.
+BLENDER_USER_RESOURCES points to a temporary directory (removed at exit) before bpy is
+imported, so the script leaves the user's Blender configuration alone.
 """
 
 import os
 import sys
-import tempfile
 
-os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="gq-demo-user-"))
+from addon_from_checkout import register_addon, temporary_user_resources  # (beside this script)
+
+temporary_user_resources("gq-demo-user-")
 
 import bpy  # noqa: E402  (after BLENDER_USER_RESOURCES)
 import numpy as np  # noqa: E402
-from addon_from_checkout import register_addon  # noqa: E402  (beside this script)
 
 
 def build_scene():

@@ -2,6 +2,7 @@
 
 mapping.py     evaluated Blender objects -> Placed core shapes (or a reason why not)
 shape_cache.py recognised shapes kept while their mesh data stays bit-identical
+shape_watch.py Blender's reports of geometry updates, for the shape cache
 patterns.py    ray patterns: SINGLE, FAN, GRID (numpy)
 nearest.py     nearest hit over several targets (numpy + core)
 results.py     hits -> empties or one point mesh; Clear Hits' removal
@@ -18,7 +19,7 @@ from collections.abc import Callable
 
 import bpy
 
-from . import query, visibility
+from . import query, shape_watch, visibility
 from .shape_cache import SHAPES
 
 # fake-bpy-module says register_classes_factory returns None; it returns the two functions.
@@ -31,10 +32,12 @@ _register_classes, _unregister_classes = bpy.utils.register_classes_factory(  # 
 
 def register():
     _register_classes()
+    shape_watch.register()
     visibility.register()
 
 
 def unregister():
     visibility.unregister()
+    shape_watch.unregister()
     _unregister_classes()
     SHAPES.clear()  # up to 96 MB of mesh copies: not kept by a disabled add-on

@@ -5,7 +5,8 @@ modifiers count, and it is read afresh on every call. Vertices are read with ``f
 into numpy; no Python loop runs per vertex. The one thing remembered between calls is each
 object's recognised local shape together with a copy of exactly the mesh data it was
 computed from (positions and the topology it depends on; shape_cache.py): it is reused only
-when all of that is bit-identical, so it cannot go stale, and it saves re-reading
+when all of that is bit-identical (the topology compared again only after Blender reported a
+geometry update of the object), so it cannot go stale, and it saves re-reading
 ``mesh.loop_triangles`` (~65 ms for a 512 x 512 grid) on every query. The placement
 (``matrix_world``) is read on every call.
 
@@ -518,11 +519,19 @@ def local_shape(name: str, key: str, evaluated, terrain_model: str):
     positions = mesh_positions(mesh)
     if len(positions) < 4:
         raise NotRecognized(f"{name} has only {len(positions)} vertices")
-    check_finite(name, positions)
     # Edit mode may tessellate from the BMesh: never cached (see shape_cache.py).
     use_cache = evaluated.original.mode != "EDIT"
-    local = SHAPES.lookup(key, mesh, positions) if use_cache else None
+    owner = evaluated.original.name_full
+    token = (
+        mesh.as_pointer(),
+        len(positions),
+        len(mesh.edges),
+        len(mesh.polygons),
+        len(mesh.loops),
+    )
+    local = SHAPES.lookup(key, mesh, positions, owner, token) if use_cache else None
     if local is None:
+        check_finite(name, positions)  # (a cached shape's positions were finite, bit for bit)
         local = recognize_local(name, mesh, positions)
         if use_cache:
             kind, shape, _ = local
@@ -537,6 +546,8 @@ def local_shape(name: str, key: str, evaluated, terrain_model: str):
                 local,
                 value_arrays=shape.arrays() if kind == "TERRAIN" else (),
                 held=shape.held_arrays if kind == "TERRAIN" else None,
+                owner=owner,
+                token=token,
             )
     kind, shape, size = local
     if kind == "TERRAIN":

@@ -110,6 +110,7 @@ class Heightfield:
         self._kernel_data = None  # the compiled kernel's arguments (built on first use)
         self._kernel_cast_data = None  # the compiled sphere cast's (built on first use)
         self._cast_arrays: dict | None = None  # the sphere cast's cell and block extremes
+        self._last_fold: tuple | None = None  # (placement's bytes, _fold's answer for it)
         self._test = test_bilinear if self.surface == "BILINEAR" else test_triangles
         # A ray exactly parallel to a grid axis may sit a few ulps outside the footprint
         # when aimed at its first or last grid line (module docstring).
@@ -187,6 +188,9 @@ class Heightfield:
             arrays += [value for value in self._kernel_data if isinstance(value, np.ndarray)]
         if self._cast_arrays is not None:
             arrays += list(self._cast_arrays.values())
+        if self._last_fold is not None:
+            folded = self._last_fold[1]
+            arrays += getattr(folded, "shape", folded).held_arrays()
         return [array for array in arrays if isinstance(array, np.ndarray)]
 
     @property
@@ -299,10 +303,24 @@ class Heightfield:
         (a per-axis scale of its local axes folded into spacing, origin and heights; a
         mirror folded into a flip of the grid's x axis, so the solid stays below) under
         the remaining rigid placement: a Placed of it, or itself moved when that placement
-        is a translation. ValueError when the placement shears the terrain."""
+        is a translation. ValueError when the placement shears the terrain.
+
+        The answer for the last placement is kept (it is a copy of the terrain with every
+        array its casts build, rebuilt for each new Placed otherwise): the same placement,
+        bit for bit, returns the same object; an identity placement returns this terrain."""
+        linear = np.asarray(linear, dtype=np.float64)
+        translation = np.asarray(translation, dtype=np.float64)
+        key = linear.tobytes() + translation.tobytes()
+        if self._last_fold is None or self._last_fold[0] != key:
+            self._last_fold = None  # the old copy goes before the new one is made
+            if np.array_equal(linear, np.eye(3)) and not translation.any():
+                return self  # nothing to fold, nothing to keep
+            self._last_fold = (key, self._fold_anew(linear, translation))
+        return self._last_fold[1]
+
+    def _fold_anew(self, linear, translation):
         from ..placed import Placed
 
-        linear = np.asarray(linear, dtype=np.float64)
         scales = np.linalg.norm(linear, axis=0)
         axes = linear / scales
         gram = axes.T @ axes

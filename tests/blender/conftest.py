@@ -2,24 +2,22 @@
 
 BLENDER_USER_RESOURCES points to a temporary directory before bpy is imported, so nothing
 is written to the user's Blender configuration. The add-on is imported from this checkout
-as the package ``geometry_queries`` (through a symlink, whatever the checkout's folder is
-called) and registered once per session; every test starts from empty factory settings.
+as the package ``geometry_queries`` (through a symlink in build/, whatever the checkout's
+folder is called, so the kernels compiled by earlier sessions are loaded) and registered
+once per session; every test starts from empty factory settings.
 """
 
-import atexit
 import os
-import shutil
 import sys
-import tempfile
+
+from demo.addon_from_checkout import import_addon, temporary_user_resources
 
 if "bpy" not in sys.modules:
-    os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="gq-blender-user-")
-    atexit.register(shutil.rmtree, os.environ["BLENDER_USER_RESOURCES"], ignore_errors=True)
+    os.environ.pop("BLENDER_USER_RESOURCES", None)  # always a new one of our own
+    temporary_user_resources("gq-blender-user-")
 
 import bpy  # noqa: E402  (must come after BLENDER_USER_RESOURCES is set)
 import pytest  # noqa: E402
-
-from demo.addon_from_checkout import import_addon  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:

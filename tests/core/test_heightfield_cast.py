@@ -714,6 +714,40 @@ def test_placed_scale_folds_into_a_bigger_terrain_exactly():
         np.testing.assert_array_equal(getattr(found, name), getattr(expected, name), name)
 
 
+def test_a_placement_is_folded_once_per_terrain_and_again_when_it_changes():
+    """A new Placed with the same matrix reuses the terrain's last fold (the folded copy and
+    the arrays its casts built); another matrix folds anew; the identity folds nothing."""
+    rng = np.random.default_rng(50)
+    field = random_terrain(rng, False)
+    matrix = np.eye(4)
+    matrix[:3, :3] = rotation_matrix([0.2, 0.1, 1.0], 0.7) @ np.diag([2.0, 3.0, 0.5])
+    matrix[:3, 3] = [1.0, -2.0, 0.5]
+    starts, ends = (
+        local @ matrix[:3, :3].T + matrix[:3, 3] for local in random_casts(rng, field, 40)
+    )
+    first = sphere_cast(Placed(field, matrix), starts, ends, 0.2)
+    assert first.hit.sum() > 10
+    folded = Placed(field, matrix)._folded()
+    assert Placed(field, matrix.copy())._folded() is folded
+    again = sphere_cast(Placed(field, matrix.copy()), starts, ends, 0.2)
+    for name in ("hit", "distance", "center", "point", "normal"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(first, name), name)
+    moved = matrix.copy()
+    moved[2, 3] += 1.0
+    assert Placed(field, moved)._folded() is not folded
+    assert Placed(field, np.eye(4))._folded() is field
+    unfolded = Heightfield(
+        field.heights,
+        spacing=field.spacing,
+        origin=field.origin,
+        diagonals=field.diagonals,
+        solid=False,
+    )
+    fresh = sphere_cast(Placed(unfolded, matrix), starts, ends, 0.2)
+    for name in ("hit", "distance", "center", "point", "normal"):
+        np.testing.assert_array_equal(getattr(fresh, name), getattr(first, name), name)
+
+
 @pytest.mark.parametrize("solid", [True, False])
 def test_placed_mirror_keeps_the_solid_below_and_rotation_is_rigid(solid):
     rng = np.random.default_rng(49)
