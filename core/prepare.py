@@ -195,7 +195,7 @@ class _Preparation:
         job = {
             "path": [path for path in sys.path if isinstance(path, str) and path],
             "packages": [
-                (name, list(sys.modules[name].__path__))
+                (name, list(getattr(sys.modules[name], "__path__", ())))
                 for name in (".".join(parents[: k + 1]) for k in range(len(parents)))
             ],
             "module": f"{package}.prepare",

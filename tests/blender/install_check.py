@@ -16,6 +16,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 
 if "bpy" not in sys.modules and "BLENDER_USER_RESOURCES" not in os.environ:
     os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="gq-install-")
@@ -100,12 +101,14 @@ def compiled_backend():
     cache = bpy.utils.extension_path_user(MODULE)
     rng = np.random.default_rng(0)
     origins = rng.normal(0, 3, (5000, 3))  # enough rays for the threaded path
-    cylinder = core.Cylinder((0, 0, -1), (0, 0, 1), 1.0)
+    cylinder = core.Placed(core.Cylinder((0, 0, -1), (0, 0, 1), 1.0), np.eye(4))
+    backend = sys.modules[MODULE + ".core.backend"]
     hits = core.raycast(cylinder, origins, -origins)
     with sys.modules[MODULE + ".core.backend"].use("numpy"):
         reference = core.raycast(cylinder, origins, -origins)
     return {
         "backend": core.backend(),
+        "batch_compiled": backend.loaded(backend.kind(cylinder, "raycast")),
         "numba_file": getattr(numba, "__file__", None),
         "llvmlite_file": getattr(sys.modules.get("llvmlite"), "__file__", None),
         "kernels_loaded": sorted(
@@ -140,12 +143,24 @@ def main():
         )
     )
     observed["installed"] = registered_state()
-    # Registering imports no numba and compiles nothing: the first query does.
+    # Registering imports no numba and compiles nothing: background processes compile, and a
+    # thread loads each kind they report (so numba comes in only once one is ready).
+    prepare = sys.modules[MODULE + ".core.prepare"]
     observed["numba_after_register"] = sorted(
         name for name in sys.modules if name.split(".")[0] in BUNDLED or ".core.kernels" in name
     )
+    observed["loaded_after_register"] = prepare.status().done
     observed["installed_files"] = sorted(os.listdir(os.path.join(repo.directory, PKG_ID)))
+    started = time.perf_counter()
     observed["fire_ray"] = fire_one_ray()
+    observed["fire_ray"]["seconds"] = time.perf_counter() - started
+    observed["fire_ray"]["numba_imported"] = "numba" in sys.modules
+    while prepare.status().state == "preparing" and time.perf_counter() - started < 240:
+        time.sleep(0.2)
+    observed["prepared"] = {
+        "line": prepare.status().line(),
+        "seconds": time.perf_counter() - started,
+    }
     observed["compiled"] = compiled_backend()
 
     observed["uninstall"] = sorted(

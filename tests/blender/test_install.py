@@ -158,7 +158,7 @@ def test_install_fire_ray_uninstall_in_fresh_blender(package, tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,  # includes compiling two kernels
+        timeout=600,  # includes compiling every kernel in the background
     )
     assert run.returncode == 0, run.stderr[-3000:]
     result_lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
@@ -197,15 +197,27 @@ def test_install_fire_ray_uninstall_in_fresh_blender(package, tmp_path):
     assert fired["hit_distances"][0] == pytest.approx(5.0 - z, abs=1e-6)
     assert fired["hit_points"][0] == pytest.approx([0.2, 0.1, z], abs=1e-6)
 
-    # The compiled backend answers inside Blender, with numba and llvmlite from the wheels
-    # the package brought (install_check.py lets them import from nowhere else), its
-    # kernels cached in the extension's user directory, the same answers as numpy.
-    assert observed["numba_after_register"] == []
+    # The first click does not wait for numba: the numpy reference answers it while the
+    # kernels are prepared in the background. Once they are, the compiled backend answers
+    # inside Blender, with numba and llvmlite from the wheels the package brought
+    # (install_check.py lets them import from nowhere else), its kernels cached in the
+    # extension's user directory, the same answers as numpy.
+    assert observed["numba_after_register"] == [] or observed["loaded_after_register"] > 0
+    assert fired["seconds"] < 5.0  # generous: the machine compiles in the background
+    assert observed["prepared"]["line"] == "Fast kernels: ready"
     compiled = observed["compiled"]
     assert compiled["backend"] == "numba"
+    assert compiled["batch_compiled"]
     assert compiled["numba_file"].startswith(user_dir), compiled["numba_file"]
     assert compiled["llvmlite_file"].startswith(user_dir), compiled["llvmlite_file"]
-    assert compiled["kernels_loaded"] == ["cylinder", "rays", "sphere"]
+    assert compiled["kernels_loaded"] == [
+        "cylinder",
+        "heightfield",
+        "heightfield_cast",
+        "heightfield_crossings",
+        "rays",
+        "sphere",
+    ]
     assert compiled["cache_dir"].startswith(user_dir)
     assert any(name.startswith("sphere.raycast") for name in compiled["cached_files"])
     assert any(name.startswith("cylinder.raycast") for name in compiled["cached_files"])

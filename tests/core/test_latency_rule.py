@@ -145,3 +145,17 @@ def test_a_damaged_cache_is_rebuilt_and_never_shown(tmp_path, damage):
     # Rebuilt: a third process loads it again without compiling (a valid index).
     out, err = run_python(code + "print(core.backend())\n", GEOMETRY_QUERIES_BACKEND="numba")
     assert out.splitlines() == ["4.0", "numba"] and err == ""
+
+
+def test_a_batch_that_waits_for_its_kernel_says_so_once(rule_chooses, monkeypatch):
+    monkeypatch.setattr(backend_module, "_loaded", set())  # nothing loaded yet
+    monkeypatch.setattr(backend_module, "wait_seconds", lambda key: 0.0)  # every batch pays
+    messages = []
+    origins = np.array([[0.0, 0.0, 5.0], [0.5, 0.0, 5.0]])
+    with backend_module.notify_waits(messages.append):
+        first = raycast(Sphere((0, 0, 0), 1), origins, [(0, 0, -1)] * 2)
+        again = raycast(Sphere((0, 0, 0), 1), origins, [(0, 0, -1)] * 2)
+    assert messages == ["Compiling fast kernels (first use)…"]
+    assert loaded(kind(Sphere((0, 0, 0), 1), "raycast"))
+    np.testing.assert_array_equal(first.distance, again.distance)
+    assert first.distance[0] == 4.0
