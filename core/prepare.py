@@ -14,13 +14,14 @@ crashes is started again once on an emptied cache; if it fails again, or numba d
 import, or the cache folder cannot be written, :func:`status` says why and queries go on
 with the numpy reference (and any kernel already loaded).
 
-Each kind is warmed by a query of that kind on a few rays (``_warm_ups``); the ones Blender's
+Each kind is warmed by a query of that kind on a few rays (:func:`warm`); the ones Blender's
 operators use (placed shapes) come first. A worker prints ``ready <index>`` after each.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import json
 import os
@@ -69,12 +70,44 @@ class Status:
         return "Fast kernels: ready"
 
 
-def _warm_ups() -> list[tuple[str, Any]]:
-    """(name, query) per kind of kernel: a few rays each, in the order they are prepared."""
+MODELS = (
+    "sphere",
+    "cylinder",
+    "open tube",
+    "terrain",
+    "terrain surface",
+    "bilinear terrain",
+    "bilinear surface",
+)
+
+
+def kinds() -> list[tuple[str, str, bool]]:
+    """(query, model, placed) per kind of kernel, in the order they are prepared."""
+    listed = []
+    for placed in (True, False):  # Blender's objects are placed: those first
+        for model in MODELS:
+            listed += [("ray", model, placed), ("line of sight", model, placed)]
+            if "bilinear" not in model:  # sphere casts take triangles only
+                listed.append(("sphere cast", model, placed))
+    # A large terrain's batches are gathered in order first (kernels.heightfield's
+    # in_coherent_order): one more kernel per kind of placement.
+    for placed in (True, False):
+        listed += [("ray", "large terrain", placed), ("sphere cast", "large terrain", placed)]
+    listed.append(("every hit", "terrain", False))
+    return listed
+
+
+def kind_name(kind: tuple[str, str, bool]) -> str:
+    query, model, placed = kind
+    return f"{query}, {'placed ' if placed else ''}{model}"
+
+
+@functools.cache
+def _inputs() -> dict[str, Any]:
+    """The shapes and rays the warm-ups query (made once, off the main thread)."""
     import numpy as np
 
-    from . import Cylinder, Heightfield, Placed, Sphere, occluded, raycast, raycast_all
-    from . import sphere_cast as cast
+    from . import Cylinder, Heightfield, Sphere
 
     angle = 0.3  # a rotation and a move: placed, and rigid (sphere casts fold no scale)
     rigid = np.array(
@@ -85,52 +118,47 @@ def _warm_ups() -> list[tuple[str, Any]]:
             [0.0, 0.0, 0.0, 1.0],
         ]
     )
-    x = np.linspace(-1.0, 1.0, 6)
-    heights = np.outer(x, x)
-    models = (
-        ("sphere", Sphere((0.0, 0.0, 0.0), 1.0)),
-        ("cylinder", Cylinder((0.0, 0.0, -1.0), (0.0, 0.0, 1.0), 1.0)),
-        ("open tube", Cylinder((0.0, 0.0, -1.0), (0.0, 0.0, 1.0), 1.0, capped=False)),
-        ("terrain", Heightfield(heights, spacing=(0.4, 0.4), origin=(-1.0, -1.0))),
-        ("terrain surface", Heightfield(heights, (0.4, 0.4), (-1.0, -1.0), solid=False)),
-        ("bilinear terrain", Heightfield(heights, (0.4, 0.4), (-1.0, -1.0), "BILINEAR")),
-        (
-            "bilinear surface",
-            Heightfield(heights, (0.4, 0.4), (-1.0, -1.0), "BILINEAR", solid=False),
-        ),
-    )
+    heights = np.outer(np.linspace(-1.0, 1.0, 6), np.linspace(-1.0, 1.0, 6))
+    spacing, origin = (0.4, 0.4), (-1.0, -1.0)
     rng = np.random.default_rng(1)
     starts = rng.uniform(-1.5, 1.5, (8, 3)) + (0.0, 0.0, 2.0)
-    ends = starts * (1.0, 1.0, -1.0)
-    radii = np.array([0.0, 0.1] * 4)  # radius 0 casts take the ray kernel's path too
-    steps = ends - starts
-    warm_ups: list[tuple[str, Any]] = []
-    for placed in (True, False):  # Blender's objects are placed: those first
-        for name, model in models:
-            shape = Placed(model, rigid) if placed else model
-            label = f"{'placed ' if placed else ''}{name}"
-            warm_ups.append((f"ray, {label}", lambda s=shape: raycast(s, starts, steps)))
-            warm_ups.append((f"line of sight, {label}", lambda s=shape: occluded(s, starts, ends)))
-            if "bilinear" not in name:
-                warm_ups.append(
-                    (f"sphere cast, {label}", lambda s=shape: cast(s, starts, ends, radii))
-                )
-    # A large terrain's batches are gathered in order first (kernels.heightfield's
-    # in_coherent_order): one more kernel per kind of placement.
-    large = Heightfield(np.zeros((512, 1024)), spacing=(1.0, 1.0))
-    rows = rng.uniform((0.0, 0.0, 1.0), (1023.0, 511.0, 2.0), (256, 3))
-    for shape in (Placed(large, rigid), large):
-        label = "placed large terrain" if shape is not large else "large terrain"
-        warm_ups.append((f"ray, {label}", lambda s=shape: raycast(s, rows, rows * (1, 1, -1))))
-        warm_ups.append((f"sphere cast, {label}", lambda s=shape: cast(s, rows, rows - 3, 0.5)))
-    terrain = models[3][1]
-    warm_ups.append(("every hit, terrain", lambda: raycast_all(terrain, starts, steps)))
-    return warm_ups
+    large = rng.uniform((0.0, 0.0, 1.0), (1023.0, 511.0, 2.0), (256, 3))
+    return {
+        "rigid": rigid,
+        "shapes": {
+            "sphere": Sphere((0.0, 0.0, 0.0), 1.0),
+            "cylinder": Cylinder((0.0, 0.0, -1.0), (0.0, 0.0, 1.0), 1.0),
+            "open tube": Cylinder((0.0, 0.0, -1.0), (0.0, 0.0, 1.0), 1.0, capped=False),
+            "terrain": Heightfield(heights, spacing, origin),
+            "terrain surface": Heightfield(heights, spacing, origin, solid=False),
+            "bilinear terrain": Heightfield(heights, spacing, origin, "BILINEAR"),
+            "bilinear surface": Heightfield(heights, spacing, origin, "BILINEAR", solid=False),
+            "large terrain": Heightfield(np.zeros((512, 1024)), spacing=(1.0, 1.0)),
+        },
+        # (starts, ends, radii): radius 0 casts take the ray kernel's path too
+        "small": (starts, starts * (1.0, 1.0, -1.0), np.array([0.0, 0.1] * 4)),
+        "large": (large, large * (1.0, 1.0, -1.0), np.full(len(large), 0.5)),
+    }
 
 
-def count() -> int:
-    """How many kinds the preparation loads."""
-    return len(_warm_ups())
+def warm(kind: tuple[str, str, bool]) -> None:
+    """Run one query of ``kind`` on a few rays (its kernel compiles or loads)."""
+    from . import Placed, occluded, raycast, raycast_all, sphere_cast
+
+    query, model, placed = kind
+    inputs = _inputs()
+    shape = inputs["shapes"][model]
+    if placed:
+        shape = Placed(shape, inputs["rigid"])
+    starts, ends, radii = inputs["large" if model == "large terrain" else "small"]
+    if query == "ray":
+        raycast(shape, starts, ends - starts)
+    elif query == "line of sight":
+        occluded(shape, starts, ends)
+    elif query == "sphere cast":
+        sphere_cast(shape, starts, ends, radii)
+    else:
+        raycast_all(shape, starts, ends - starts)
 
 
 # --- the worker process ------------------------------------------------------------------
@@ -147,8 +175,8 @@ importlib.import_module(job["module"]).work(job["kinds"], job["cache"])
 """
 
 
-def work(kinds: list[int], cache: str | None) -> None:
-    """The worker's loop (in its own process): prepare ``kinds`` (indices into the warm-ups)
+def work(indices: list[int], cache: str | None) -> None:
+    """The worker's loop (in its own process): prepare the kinds at ``indices`` (of kinds())
     one after another, printing ``ready <index>`` after each (``failed <index> <why>``,
     or ``unavailable <why>`` and nothing more when numba does not import)."""
     with contextlib.suppress(AttributeError, OSError):
@@ -159,11 +187,11 @@ def work(kinds: list[int], cache: str | None) -> None:
     if error is not None:
         print(f"unavailable numba does not import ({error})", flush=True)
         return
-    warm_ups = _warm_ups()
-    for index in kinds:
+    listed = kinds()
+    for index in indices:
         try:
             with use("numba"):
-                warm_ups[index][1]()
+                warm(listed[index])
         except Exception as failure:
             print(f"failed {index} {type(failure).__name__}: {failure}", flush=True)
         else:
@@ -174,22 +202,28 @@ def work(kinds: list[int], cache: str | None) -> None:
 
 
 class _Preparation:
-    """The workers of one :func:`start`, and the threads loading what they report."""
+    """The workers of one :func:`start`, each followed by a thread of this process that
+    starts it, loads the kinds it reports ready and starts it again once if it crashes."""
 
     def __init__(self, cache: str | None, workers: int) -> None:
         self.cache = cache
-        self.warm_ups = _warm_ups()
+        self.kinds = kinds()
         self.done: set[int] = set()
         self.reason = ""
         self.stopped = False
         self.restarted = False
         self.lock = threading.Lock()
         self.processes: list[subprocess.Popen] = []
-        count = len(self.warm_ups)
-        for worker in range(max(1, workers)):
-            self._launch(list(range(worker, count, max(1, workers))))
+        count, workers = len(self.kinds), max(1, workers)
+        for worker in range(workers):
+            threading.Thread(
+                target=self._follow,
+                args=(list(range(worker, count, workers)),),
+                name="geometry_queries-prepare",
+                daemon=True,
+            ).start()
 
-    def _launch(self, kinds: list[int]) -> None:
+    def _launch(self, indices: list[int]) -> subprocess.Popen:
         package = __name__.rpartition(".")[0]  # ...core
         parents = package.split(".")[:-1]
         job = {
@@ -199,7 +233,7 @@ class _Preparation:
                 for name in (".".join(parents[: k + 1]) for k in range(len(parents)))
             ],
             "module": f"{package}.prepare",
-            "kinds": kinds,
+            "kinds": indices,
             "cache": self.cache,
         }
         environment = dict(os.environ, NUMBA_NUM_THREADS="1")
@@ -216,16 +250,20 @@ class _Preparation:
             text=True,
             creationflags=flags,
         )
-        self.processes.append(process)
-        threading.Thread(
-            target=self._follow,
-            args=(process, kinds),
-            name="geometry_queries-prepare",
-            daemon=True,
-        ).start()
+        with self.lock:
+            self.processes.append(process)
+            if self.stopped:  # stop() came while it started
+                process.terminate()
+        return process
 
-    def _follow(self, process: subprocess.Popen, kinds: list[int]) -> None:
-        """Load each kind the worker reports ready; on a crash, start it again once."""
+    def _follow(self, indices: list[int]) -> None:
+        """Start a worker on ``indices`` and load each kind it reports ready; if it crashes,
+        start it once more (on an emptied cache) for the kinds left."""
+        try:
+            process = self._launch(indices)
+        except OSError as error:
+            self._fail(f"the compiling process did not start ({error})")
+            return
         stdout: IO[str] = process.stdout  # type: ignore[assignment]  # piped above
         for line in stdout:
             word, _, rest = line.strip().partition(" ")
@@ -235,20 +273,20 @@ class _Preparation:
                 self._load(int(rest))
             elif word == "failed":
                 index, _, why = rest.partition(" ")
-                self._fail(f"{self.warm_ups[int(index)][0]}: {why}")
+                self._fail(f"{kind_name(self.kinds[int(index)])}: {why}")
             elif word == "unavailable":
                 self._fail(rest)
         stderr = process.stderr.read() if process.stderr else ""
         code = process.wait()
         if self.stopped or code == 0:
             return
-        left = [index for index in kinds if index not in self.done]
+        left = [index for index in indices if index not in self.done]
         with self.lock:
             again = not self.restarted
             self.restarted = True
-        if again:  # a damaged cache may crash numba itself: start once more from nothing
+        if again:  # a damaged cache may crash numba itself: once more from nothing
             shutil.rmtree(cache_dir(), ignore_errors=True)
-            self._launch(left)
+            self._follow(left)
         else:
             last = stderr.strip().splitlines()[-1:] or [f"exit code {code}"]
             self._fail(f"the compiling process failed ({last[0]})")
@@ -256,9 +294,9 @@ class _Preparation:
     def _load(self, index: int) -> None:
         try:
             with use("numba"):
-                self.warm_ups[index][1]()
+                warm(self.kinds[index])
         except Exception as failure:
-            self._fail(f"{self.warm_ups[index][0]}: {type(failure).__name__}: {failure}")
+            self._fail(f"{kind_name(self.kinds[index])}: {type(failure).__name__}: {failure}")
         else:
             with self.lock:
                 self.done.add(index)
@@ -272,17 +310,19 @@ class _Preparation:
     def status(self) -> Status:
         with self.lock:
             done, reason = len(self.done), self.reason
-        total = len(self.warm_ups)
+        total = len(self.kinds)
         if reason:
             return Status("unavailable", done, total, reason)
         return Status("ready" if done == total else "preparing", done, total)
 
     def stop(self) -> None:
-        self.stopped = True
-        for process in self.processes:
+        with self.lock:
+            self.stopped = True
+            processes = list(self.processes)
+        for process in processes:
             if process.poll() is None:
                 process.terminate()
-        for process in self.processes:
+        for process in processes:
             try:
                 process.wait(WAIT_FOR_STOP)
             except subprocess.TimeoutExpired:

@@ -80,7 +80,7 @@ def test_every_kind_is_prepared_and_then_loaded_here():
 def prepare_kinds():
     from core import prepare
 
-    return prepare._warm_ups()
+    return prepare.kinds()
 
 
 @pytest.fixture
