@@ -11,7 +11,9 @@ its normal facing the ray. Each shape lists its records for a chunk of rays
 normals, in order per ray); this module keeps those in [0, max_distance], sorts them by
 (ray, distance), merges records at the same distance of the same ray into the first
 (an exit at its own entry is a touch) and computes the points. The first record of a ray
-is :func:`raycast`'s hit: each shape's first record is computed as its ray query does.
+is :func:`raycast`'s hit: each shape's first record is computed as its ray query does, or,
+for a shape with ``first_record_from_raycast`` (terrains), is raycast's hit itself
+(_first_from_raycast).
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ import numpy as np
 from .rays import (
     CHUNK,
     AllHits,
+    RayHits,
     as_per_row,
     as_rows,
     check_same_length,
     chunks,
+    raycast,
     unit_components,
 )
 from .vectors import to_rows
@@ -85,9 +89,54 @@ def raycast_all(
     first = np.ones(len(ray), dtype=bool)
     first[1:] = (ray[1:] != ray[:-1]) | (distance[1:] != distance[:-1])
     order = order[first]
-    return AllHits(
+    hits = AllHits(
         ray=ray[first].astype(np.int64),
         distance=distance[first],
         point=point[order],
         normal=normal[order],
+    )
+    if getattr(shape, "first_record_from_raycast", False):
+        hits = _first_from_raycast(hits, raycast(shape, origins, directions, max_distance))
+    return hits
+
+
+def _first_from_raycast(hits: AllHits, first: RayHits) -> AllHits:
+    """``hits`` with each ray's first record made ``first``'s hit (raycast's answer, bit
+    for bit; no record where it misses). The records it stands for are those of the same
+    event, within 1e-9 (1 + distance) of it (the contract's distance tolerance): the records
+    up to its distance are dropped (touches within a tolerance that raycast's rounding does
+    not count, or the event itself), and, where none was that near before it, the first
+    record after it when that near (the event itself, rounded the other way)."""
+    ray, distance = hits.ray, hits.distance
+    hit = first.hit
+    counted = hit[ray]  # the rays it misses keep no record
+    at = np.where(hit, first.distance, 0.0)[ray]
+    near = 1e-9 * (1.0 + at)
+    keep = counted & (distance > at)
+    near_before = np.zeros(len(hit), dtype=bool)
+    near_before[ray[counted & (distance >= at - near) & (distance <= at)]] = True
+    kept = np.flatnonzero(keep)
+    leading = np.ones(len(kept), dtype=bool)  # each ray's first record after raycast's hit
+    leading[1:] = ray[kept[1:]] != ray[kept[:-1]]
+    same_event = leading & (distance[kept] <= (at + near)[kept]) & ~near_before[ray[kept]]
+    keep[kept[same_event]] = False
+    kept = np.flatnonzero(keep)
+    rows = np.flatnonzero(hit)
+    # raycast's hit goes before its ray's records kept, which all lie beyond it
+    inserted = np.searchsorted(ray[kept], rows) + np.arange(len(rows))
+    order = np.empty(len(kept) + len(rows), dtype=np.int64)  # into kept records, then hits
+    mine = np.zeros(len(order), dtype=bool)
+    mine[inserted] = True
+    order[inserted] = len(kept) + np.arange(len(rows))
+    order[~mine] = np.arange(len(kept))
+    return AllHits(
+        *(
+            np.concatenate((ours.take(kept, axis=0), theirs.take(rows, axis=0))).take(order, axis=0)
+            for ours, theirs in (
+                (ray, np.arange(len(hit))),
+                (distance, first.distance),
+                (hits.point, first.point),
+                (hits.normal, first.normal),
+            )
+        )
     )

@@ -85,6 +85,10 @@ class Placed:
     def kernel_variant(self):
         return getattr(self.shape, "kernel_variant", None)
 
+    @property
+    def first_record_from_raycast(self):
+        return getattr(self.shape, "first_record_from_raycast", False)
+
     def _numpy_seconds(self, query: str, n: int) -> float:
         """The inner shape's, with the moves to local space and back (~1.5x, measured)."""
         return 1.5 * self.shape._numpy_seconds(query, n)

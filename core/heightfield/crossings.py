@@ -14,7 +14,9 @@ the ray comes within the tolerance of first (a run of breakpoints with 0 < g <= 
 falling) is recorded at the run's first breakpoint, with the normal of the piece before
 it; a piece's triangle is chosen as the walk's cell test chooses it (_triangle_gradient),
 so on a vertex or an edge raycast_all's first record has raycast's triangle (TRIANGLES;
-BILINEAR records stay where they are). g cannot change sign where z is outside the
+BILINEAR records stay where they are); where rounding decides (a split line, a border
+vertex, a graze) all_hits makes the first record raycast's hit itself (shape.py's
+first_record_from_raycast). g cannot change sign where z is outside the
 heights' range, so breakpoints are listed only over the stretch of the ray inside it.
 
 The solid (``solid=True``) is the footprint's column under the surface: along the ray,

@@ -371,6 +371,12 @@ class Heightfield:
         placed._folded_shape = None  # rigid: cast in its local space, nothing more to fold
         return placed
 
+    # raycast_all's first record is raycast's hit itself (all_hits._first_from_raycast): on a
+    # tie (a vertex, an edge, a split line, a graze within the tolerance) the walk's choice
+    # depends on where its hierarchy skips start a cell's stretch, which the crossings'
+    # breakpoints cannot reproduce bit for bit.
+    first_record_from_raycast = True
+
     def _check_all_hits(self):
         if self.method != "EXACT":
             raise ValueError("raycast_all needs method EXACT (MARCH may miss crossings)")

@@ -569,8 +569,8 @@ def test_first_record_through_a_vertex_or_along_an_edge_has_raycasts_triangle(
     """raycast_all's first record is raycast's hit, normal included, where the ray meets
     the terrain on a vertex or an edge, so several triangles hold the point: both pick
     the triangle the ray comes over to reach it (for a vertical ray, or one along a grid
-    line, the one on the side the walk nudges it to). Rays along a cell's split line are
-    left out: there the two sides of the split are a matter of rounding."""
+    line, the one on the side the walk nudges it to). Rays along split lines and grid lines,
+    into border vertices and grazing vertices: the next test."""
     rng = np.random.default_rng(60 + 4 * solid + 2 * (diagonals == "anti") + integer_heights)
     heights = rng.uniform(-1, 2, (9, 12))
     if integer_heights:  # ties between the heights too
@@ -588,6 +588,100 @@ def test_first_record_through_a_vertex_or_along_an_edge_has_raycasts_triangle(
     origins = origins @ matrix[:3, :3].T + matrix[:3, 3]
     directions = directions @ matrix[:3, :3].T
     assert assert_first_record_is_raycasts_hit_exactly(placed, origins, directions) == 800
+
+
+def rays_at_ties(rng, field, count):
+    """Rays whose first point on the terrain is a tie decided by rounding, in six kinds:
+    along a cell's own split line (both orientations, per cell), aimed at one of its ends
+    or at a point between; along a grid line x = const or y = const, aimed at a vertex or
+    between two, half of them nearly horizontal (0 to 1 degree down), the others
+    descending; from outside the footprint into a border vertex, at its height or just
+    above; and nearly horizontal rays through an interior vertex at its height or within
+    fractions of its cells' tolerance above or below (grazes: hit or miss by rounding)."""
+    heights, (dx, dy), (x0, y0) = field.heights, field.spacing, field.origin
+    ny, nx = heights.shape
+    kind = np.arange(count) % 6
+    i, j = rng.integers(0, nx - 1, count), rng.integers(0, ny - 1, count)
+    u, v = np.zeros(count), np.zeros(count)
+    horizontal = np.zeros((count, 2))
+    elevation = rng.uniform(0.02, 1.4, count)
+    # along the split line of cell (i, j): (0, 0)-(1, 1), or (1, 0)-(0, 1) where anti
+    anti = np.zeros(count, bool) if field.diagonals is None else field.diagonals[j, i]
+    s = np.where(kind == 0, rng.integers(0, 2, count), rng.uniform(0, 1, count))
+    split = kind <= 1
+    u[split], v[split] = np.where(anti, 1 - s, s)[split], s[split]
+    line = np.column_stack([np.where(anti, -dx, dx), np.full(count, dy)])
+    horizontal[split] = (rng.choice([-1.0, 1.0], (count, 1)) * line)[split]
+    # along x = const (moving in y) and y = const (moving in x)
+    between = np.where(rng.uniform(size=count) < 0.5, 0.0, rng.uniform(0, 1, count))
+    sign = rng.choice([-1.0, 1.0], count)
+    for k, axis in ((2, 1), (3, 0)):
+        on = kind == k
+        (v if axis == 1 else u)[on] = between[on]
+        (i if axis == 1 else j)[on] += rng.integers(0, 2, on.sum())  # the last line too
+        horizontal[on, axis] = sign[on]
+    grid = (kind == 2) | (kind == 3)
+    flat = grid & (rng.uniform(size=count) < 0.5)
+    elevation[flat] = rng.uniform(0.0, 0.0175, flat.sum())
+    # into a border vertex from outside, inward within 80 degrees of the border's normal
+    border = kind == 4
+    side = rng.integers(0, 4, count)
+    i[border] = np.where(side == 0, 0, np.where(side == 1, nx - 1, rng.integers(0, nx, count)))[
+        border
+    ]
+    j[border] = np.where(side == 2, 0, np.where(side == 3, ny - 1, rng.integers(0, ny, count)))[
+        border
+    ]
+    inward = np.where(
+        side == 0, 0.0, np.where(side == 1, np.pi, np.where(side == 2, 0.5, 1.5) * np.pi)
+    )
+    azimuth = inward + np.where(rng.uniform(size=count) < 0.25, 0.0, rng.uniform(-1.4, 1.4, count))
+    # grazing an interior vertex
+    graze = kind == 5
+    i[graze], j[graze] = rng.integers(1, nx - 1, graze.sum()), rng.integers(1, ny - 1, graze.sum())
+    azimuth[graze] = np.where(
+        rng.uniform(size=count) < 0.3, rng.integers(0, 8, count) * np.pi / 4, azimuth
+    )[graze]
+    elevation[graze] = rng.choice([0.0, 1e-9, 1e-3, 0.1], graze.sum())
+    turned = border | graze
+    horizontal[turned] = np.column_stack([np.cos(azimuth), np.sin(azimuth)])[turned]
+    horizontal[turned] = np.where(np.abs(horizontal[turned]) < 1e-15, 0.0, horizontal[turned])
+    horizontal /= np.linalg.norm(horizontal, axis=1, keepdims=True)
+    x, y = x0 + (i + u) * dx, y0 + (j + v) * dy
+    z = field.height_at(x, y)
+    tolerance = field._above.tol[np.minimum(j, ny - 2) * nx + np.minimum(i, nx - 2)]
+    z[border] += rng.choice([0.0, 1e-13, 0.3], border.sum())
+    z[graze] += (rng.choice([0.0, 0.5, 1.0, 1.5, -0.5], count) * tolerance)[graze]
+    direction = np.column_stack([horizontal * np.cos(elevation)[:, None], -np.sin(elevation)])
+    target = np.column_stack([x, y, z])
+    return target - rng.uniform(0.5, 4.0, (count, 1)) * direction, direction
+
+
+@pytest.mark.parametrize("solid", [True, False])
+@pytest.mark.parametrize("diagonals", ["main", "anti", "mixed"])
+@pytest.mark.parametrize("integer_heights", [False, True])
+def test_first_record_along_split_and_grid_lines_into_border_vertices_and_grazing_is_raycasts(
+    solid, diagonals, integer_heights
+):
+    """raycast_all's first record is raycast's hit bit for bit (the same hit or miss,
+    distance, point and normal) where the side of a split line or grid line, the wall or
+    the top at a border vertex, or a touch within the tolerance is decided by rounding
+    (rays_at_ties), on the terrain as given and placed by an exact map."""
+    seed = 80 + 6 * solid + 2 * ["main", "anti", "mixed"].index(diagonals) + integer_heights
+    rng = np.random.default_rng(seed)
+    heights = rng.uniform(-1, 2, (9, 12))
+    if integer_heights:  # ties between the heights too
+        heights = np.round(2 * heights) / 2
+    split = {"main": False, "anti": True, "mixed": rng.uniform(size=(8, 11)) < 0.5}[diagonals]
+    split = np.broadcast_to(split, (8, 11))
+    field = Heightfield(heights, (0.7, 0.45), (-1.3, 2.1), diagonals=split, solid=solid)
+    origins, directions = rays_at_ties(rng, field, 900)
+    assert assert_first_record_is_raycasts_hit_exactly(field, origins, directions) > 700
+    matrix = np.array([[0, -2, 0, 1.25], [1, 0, 0, -2], [0, 0, 0.5, 3], [0, 0, 0, 1]], float)
+    placed = Placed(field, matrix)
+    origins = origins @ matrix[:3, :3].T + matrix[:3, 3]
+    directions = directions @ matrix[:3, :3].T
+    assert assert_first_record_is_raycasts_hit_exactly(placed, origins, directions) > 700
 
 
 # -- the backends agree bit for bit ---------------------------------------------------------------
