@@ -20,6 +20,7 @@ operators use (placed shapes) come first. A worker prints ``ready <index>`` afte
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import importlib.util
@@ -28,6 +29,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from dataclasses import dataclass
 from typing import IO, Any
@@ -84,16 +86,19 @@ MODELS = (
 def kinds() -> list[tuple[str, str, bool]]:
     """(query, model, placed) per kind of kernel, in the order they are prepared."""
     listed = []
-    for placed in (True, False):  # Blender's objects are placed: those first
-        for model in MODELS:
+    # Blender's objects are placed, and its terrains are triangles: those first.
+    for placed in (True, False):
+        for model in MODELS[:5]:
             listed += [("ray", model, placed), ("line of sight", model, placed)]
-            if "bilinear" not in model:  # sphere casts take triangles only
-                listed.append(("sphere cast", model, placed))
+            listed.append(("sphere cast", model, placed))
     # A large terrain's batches are gathered in order first (kernels.heightfield's
     # in_coherent_order): one more kernel per kind of placement.
     for placed in (True, False):
         listed += [("ray", "large terrain", placed), ("sphere cast", "large terrain", placed)]
     listed.append(("every hit", "terrain", False))
+    for placed in (True, False):
+        for model in MODELS[5:]:  # bilinear patches: no sphere casts
+            listed += [("ray", model, placed), ("line of sight", model, placed)]
     return listed
 
 
@@ -171,14 +176,14 @@ for name, path in job["packages"]:  # the parents of core, without running their
     package = types.ModuleType(name)
     package.__path__ = path
     sys.modules[name] = package
-importlib.import_module(job["module"]).work(job["kinds"], job["cache"])
+importlib.import_module(job["module"]).work(job["cache"])
 """
 
 
-def work(indices: list[int], cache: str | None) -> None:
-    """The worker's loop (in its own process): prepare the kinds at ``indices`` (of kinds())
-    one after another, printing ``ready <index>`` after each (``failed <index> <why>``,
-    or ``unavailable <why>`` and nothing more when numba does not import)."""
+def work(cache: str | None) -> None:
+    """The worker's loop (in its own process): prepare the kind at each index (of kinds())
+    read from standard input, printing ``ready <index>`` after each (``failed <index>
+    <why>``, or ``unavailable <why>`` and nothing more when numba does not import)."""
     with contextlib.suppress(AttributeError, OSError):
         os.nice(19)  # type: ignore[attr-defined,unused-ignore]  # POSIX only
     if cache is not None:
@@ -188,7 +193,8 @@ def work(indices: list[int], cache: str | None) -> None:
         print(f"unavailable numba does not import ({error})", flush=True)
         return
     listed = kinds()
-    for index in indices:
+    for line in sys.stdin:
+        index = int(line)
         try:
             with use("numba"):
                 warm(listed[index])
@@ -203,27 +209,26 @@ def work(indices: list[int], cache: str | None) -> None:
 
 class _Preparation:
     """The workers of one :func:`start`, each followed by a thread of this process that
-    starts it, loads the kinds it reports ready and starts it again once if it crashes."""
+    starts it, hands it the next kind from one queue whenever it finishes one (so the
+    workers finish together), loads the kinds it reports ready and starts it again once if
+    it crashes."""
 
     def __init__(self, cache: str | None, workers: int) -> None:
         self.cache = cache
         self.kinds = kinds()
+        self.queue = collections.deque(range(len(self.kinds)))
         self.done: set[int] = set()
         self.reason = ""
         self.stopped = False
         self.restarted = False
         self.lock = threading.Lock()
         self.processes: list[subprocess.Popen] = []
-        count, workers = len(self.kinds), max(1, workers)
-        for worker in range(workers):
+        for _ in range(max(1, workers)):
             threading.Thread(
-                target=self._follow,
-                args=(list(range(worker, count, workers)),),
-                name="geometry_queries-prepare",
-                daemon=True,
+                target=self._follow, name="geometry_queries-prepare", daemon=True
             ).start()
 
-    def _launch(self, indices: list[int]) -> subprocess.Popen:
+    def _launch(self, errors: IO[str]) -> subprocess.Popen:
         package = __name__.rpartition(".")[0]  # ...core
         parents = package.split(".")[:-1]
         job = {
@@ -233,7 +238,6 @@ class _Preparation:
                 for name in (".".join(parents[: k + 1]) for k in range(len(parents)))
             ],
             "module": f"{package}.prepare",
-            "kinds": indices,
             "cache": self.cache,
         }
         environment = dict(os.environ, NUMBA_NUM_THREADS="1")
@@ -243,9 +247,9 @@ class _Preparation:
             flags = subprocess.IDLE_PRIORITY_CLASS | subprocess.CREATE_NO_WINDOW
         process = subprocess.Popen(
             [sys.executable, "-c", _BOOT, json.dumps(job)],
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=errors,  # a file: a full pipe would stall the worker
             env=environment,
             text=True,
             creationflags=flags,
@@ -256,40 +260,69 @@ class _Preparation:
                 process.terminate()
         return process
 
-    def _follow(self, indices: list[int]) -> None:
-        """Start a worker on ``indices`` and load each kind it reports ready; if it crashes,
-        start it once more (on an emptied cache) for the kinds left."""
-        try:
-            process = self._launch(indices)
-        except OSError as error:
-            self._fail(f"the compiling process did not start ({error})")
-            return
-        stdout: IO[str] = process.stdout  # type: ignore[assignment]  # piped above
+    def _next(self) -> int | None:
+        with self.lock:
+            return self.queue.popleft() if self.queue and not self.stopped else None
+
+    def _follow(self) -> None:
+        """Run a worker until the queue is empty; if it crashes, put its kind back and
+        start one once more (on an emptied cache: a damaged file may crash numba itself)."""
+        while True:
+            with tempfile.TemporaryFile("w+") as errors:
+                try:
+                    process = self._launch(errors)
+                except OSError as error:
+                    self._fail(f"the compiling process did not start ({error})")
+                    return
+                asked = self._serve(process)
+                code = process.wait()
+                errors.seek(0)
+                last = errors.read().strip().splitlines()[-1:]
+            if self.stopped or code == 0:
+                return
+            with self.lock:
+                if asked is not None:
+                    self.queue.appendleft(asked)
+                again = not self.restarted
+                self.restarted = True
+            if not again:
+                self._fail(f"the compiling process failed ({(last or [f'exit code {code}'])[0]})")
+                return
+            shutil.rmtree(cache_dir(), ignore_errors=True)
+
+    def _serve(self, process: subprocess.Popen) -> int | None:
+        """Hand ``process`` kinds until the queue is empty, loading each it reports ready;
+        the kind it was working on when it ended (None when it finished)."""
+        stdin: IO[str] = process.stdin  # type: ignore[assignment]  # piped in _launch
+        stdout: IO[str] = process.stdout  # type: ignore[assignment]
+
+        def ask() -> int | None:
+            index = self._next()
+            try:
+                if index is None:
+                    stdin.close()
+                else:
+                    stdin.write(f"{index}\n")
+                    stdin.flush()
+            except OSError:  # it ended already: what it said is still read below
+                pass
+            return index
+
+        asked = ask()
         for line in stdout:
             word, _, rest = line.strip().partition(" ")
             if self.stopped:
                 break
-            if word == "ready":
-                self._load(int(rest))
-            elif word == "failed":
+            if word == "unavailable":
+                self._fail(rest)
+                return None
+            if word == "failed":
                 index, _, why = rest.partition(" ")
                 self._fail(f"{kind_name(self.kinds[int(index)])}: {why}")
-            elif word == "unavailable":
-                self._fail(rest)
-        stderr = process.stderr.read() if process.stderr else ""
-        code = process.wait()
-        if self.stopped or code == 0:
-            return
-        left = [index for index in indices if index not in self.done]
-        with self.lock:
-            again = not self.restarted
-            self.restarted = True
-        if again:  # a damaged cache may crash numba itself: once more from nothing
-            shutil.rmtree(cache_dir(), ignore_errors=True)
-            self._follow(left)
-        else:
-            last = stderr.strip().splitlines()[-1:] or [f"exit code {code}"]
-            self._fail(f"the compiling process failed ({last[0]})")
+            asked = ask()  # the worker goes on while this process loads
+            if word == "ready":
+                self._load(int(rest))
+        return asked
 
     def _load(self, index: int) -> None:
         try:
