@@ -31,7 +31,7 @@ import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 from mathutils import Vector  # noqa: E402
 
-from demo.addon_from_checkout import register_addon  # noqa: E402
+from common import register_with_kernels  # noqa: E402
 
 SIDE = 1024
 SIZE = 200.0  # metres: ~0.2 m between vertices
@@ -126,7 +126,7 @@ def ray_cast_loop(observer, targets):
 
 
 def main():
-    register_addon()
+    register_with_kernels()
     from geometry_queries.operators import shape_cache
 
     terrain, centre = build_scene()

@@ -19,6 +19,23 @@ import bpy  # noqa: E402, F401  (after BLENDER_USER_RESOURCES; makes bmesh and m
 import numpy as np  # noqa: E402
 
 
+def register_with_kernels(timeout=300.0):
+    """Register the add-on from this checkout and wait until its kernels are prepared in the
+    background (core/prepare.py), as they are a minute after a user enables it; returns the
+    seconds waited."""
+    from demo.addon_from_checkout import register_addon
+
+    register_addon()
+    from geometry_queries.core import prepare
+
+    started = time.perf_counter()
+    while prepare.status().state == "preparing" and time.perf_counter() - started < timeout:
+        time.sleep(0.1)
+    if prepare.status().state != "ready":
+        print(f"warning: {prepare.status().line()}", flush=True)
+    return time.perf_counter() - started
+
+
 def best_time(function, repeat=10):
     """Best wall time of ``repeat`` calls, in seconds."""
     best = np.inf
