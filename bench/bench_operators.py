@@ -48,9 +48,9 @@ if "NUMBA_CACHE_DIR" not in os.environ:
 # isort: split
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
+from common import register_with_kernels  # noqa: E402
 from mathutils import Vector  # noqa: E402
 
-from common import register_with_kernels  # noqa: E402
 from demo.addon_from_checkout import register_addon  # noqa: E402
 
 ROWS = COLUMNS = 100

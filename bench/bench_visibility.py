@@ -29,9 +29,8 @@ import common  # noqa: F401  (sets BLENDER_USER_RESOURCES before bpy is imported
 # isort: split
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
-from mathutils import Vector  # noqa: E402
-
 from common import register_with_kernels  # noqa: E402
+from mathutils import Vector  # noqa: E402
 
 SIDE = 1024
 SIZE = 200.0  # metres: ~0.2 m between vertices
