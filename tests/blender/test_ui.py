@@ -63,6 +63,33 @@ def test_panel_lists_the_recognised_shape_of_each_selected_object(empty_scene):
     assert cube_label[1] == "ERROR" and "only 4 vertices per circle" in cube_label[0]
 
 
+@pytest.mark.parametrize(
+    "status, icon",
+    [
+        (("preparing", 3, 43, ""), "SORTTIME"),
+        (("ready", 43, 43, ""), "CHECKMARK"),
+        (("unavailable", 0, 43, "numba is not installed"), "ERROR"),
+        (("off", 0, 0, "GEOMETRY_QUERIES_BACKEND=numpy"), "INFO"),
+    ],
+)
+def test_panel_shows_the_fast_kernels_state(empty_scene, monkeypatch, status, icon):
+    from geometry_queries.core import prepare
+
+    state = prepare.Status(*status)
+    monkeypatch.setattr(prepare, "status", lambda: state)
+    labels = draw_panel(bpy.context)["labels"]
+    assert (state.line(), icon) in labels
+    known = bpy.types.UILayout.bl_rna.functions["label"].parameters["icon"].enum_items.keys()
+    assert icon in known
+    expected = {
+        "preparing": "Fast kernels: preparing, 3 of 43",
+        "ready": "Fast kernels: ready",
+        "unavailable": "Fast kernels: unavailable: numba is not installed",
+        "off": "Fast kernels: off (GEOMETRY_QUERIES_BACKEND=numpy)",
+    }
+    assert state.line() == expected[state.state]
+
+
 def test_panel_icons_exist_in_blender(empty_scene):
     sphere = add_uv_sphere(radius=1.0)
     bpy.ops.mesh.primitive_cube_add(location=(3, 0, 0))
