@@ -34,8 +34,8 @@ import numpy as np
 from bench_terrain_peers import SPACING, rays_from_above, terrains
 from common import print_table, rays_toward
 
-from core import Cylinder, Heightfield, Sphere, raycast, sphere_cast
-from core.backend import use
+from geometry_queries.core import Cylinder, Heightfield, Sphere, raycast, sphere_cast
+from geometry_queries.core.backend import use
 
 
 def best_of(functions, repeat, one_thread):

@@ -30,8 +30,8 @@ from common import (
     uv_sphere_mesh,
 )
 
-from core import Cylinder, Sphere, raycast, sphere_cast
-from core.backend import threads, use
+from geometry_queries.core import Cylinder, Sphere, raycast, sphere_cast
+from geometry_queries.core.backend import threads, use
 
 SIZES = (100_000, 1_000_000)
 

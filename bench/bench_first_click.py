@@ -37,6 +37,8 @@ sys.path.insert(0, HERE)
 
 from common import print_table  # noqa: E402
 
+from demo.addon_from_checkout import LINK_DIR  # noqa: E402
+
 QUERIES = {
     "Fire Ray, 1 ray": "bpy.ops.geometry_queries.fire_ray(origin=(0.2, 0.1, 5), "
     "direction=(0, 0, -1))",
@@ -138,7 +140,7 @@ def readme_core_examples():
 def time_core_examples():
     script = readme_core_examples()
     with tempfile.TemporaryDirectory(prefix="gq-empty-kernels-") as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=ROOT)
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=LINK_DIR)
         env.pop("GEOMETRY_QUERIES_BACKEND", None)
         started = time.perf_counter()
         run = subprocess.run(

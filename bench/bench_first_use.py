@@ -5,9 +5,9 @@
 Each kind runs in two new Python processes sharing a new, empty numba cache folder: the first
 compiles the kernel (and caches it), the second loads it from the cache. The time is the
 first query call's (10k rays, so the threaded path runs too), which includes importing
-numba: ``import core`` does not. CPU time (process_time) is the figure that counts on a
-shared machine. Targets: <= 2 s compiling, <= 0.3 s from the cache. Arguments keep only the
-kinds whose name contains one of them.
+numba: ``import geometry_queries.core`` does not. CPU time (process_time) is the figure that
+counts on a shared machine. Targets: <= 2 s compiling, <= 0.3 s from the cache. Arguments
+keep only the kinds whose name contains one of them.
 """
 
 import json
@@ -18,6 +18,8 @@ import tempfile
 
 import common  # noqa: F401  (sys.path, BLENDER_USER_RESOURCES)
 from common import print_table
+
+from demo.addon_from_checkout import LINK_DIR
 
 KINDS = {
     "ray-sphere": "raycast(Sphere((0, 0, 0), 1.0), origins, directions)",
@@ -57,8 +59,8 @@ import json, sys, time
 sys.path.insert(0, {root!r})
 started, started_cpu = time.perf_counter(), time.process_time()
 import numpy as np
-from core import (Cylinder, Heightfield, Placed, Sphere, backend, occluded, raycast,
-                  raycast_all, sphere_cast)
+from geometry_queries.core import (Cylinder, Heightfield, Placed, Sphere, backend, occluded,
+                                   raycast, raycast_all, sphere_cast)
 imported = time.perf_counter() - started
 rng = np.random.default_rng(0)
 origins = rng.normal(0, 3, (10_000, 3))
@@ -83,7 +85,7 @@ print(json.dumps(dict(backend=backend(), imported=imported, first=first, first_c
 
 def run_fresh(call, cache):
     env = dict(os.environ, NUMBA_CACHE_DIR=cache, GEOMETRY_QUERIES_BACKEND="numba")
-    code = CHILD.format(root=common.ROOT, call=call)
+    code = CHILD.format(root=LINK_DIR, call=call)
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(result.stderr)

@@ -26,7 +26,7 @@ import common  # noqa: F401  (sys.path, BLENDER_USER_RESOURCES)
 import numpy as np
 from common import best_time
 
-from core import Heightfield, raycast
+from geometry_queries.core import Heightfield, raycast
 
 BVH_RAYS = 20_000
 

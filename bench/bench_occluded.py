@@ -17,8 +17,8 @@ import common  # noqa: F401  (sys.path, BLENDER_USER_RESOURCES)
 import numpy as np
 from bench_heightfield import fractal_terrain
 
-from core import Heightfield, occluded
-from core.backend import threads, use
+from geometry_queries.core import Heightfield, occluded
+from geometry_queries.core.backend import threads, use
 
 
 def scene(n):

@@ -32,8 +32,8 @@ import common  # noqa: F401  (sys.path)
 import numpy as np
 from common import best_time, print_table
 
-from core import Heightfield, raycast
-from core.backend import backend, threads, use
+from geometry_queries.core import Heightfield, raycast
+from geometry_queries.core.backend import backend, threads, use
 
 SPACING = (74.0, 92.5)
 

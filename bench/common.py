@@ -11,9 +11,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from demo.addon_from_checkout import temporary_user_resources  # noqa: E402
+from demo.addon_from_checkout import import_addon, temporary_user_resources  # noqa: E402
 
 temporary_user_resources("gq-bench-")
+import_addon()  # the package geometry_queries, from this checkout
 
 import bpy  # noqa: E402, F401  (after BLENDER_USER_RESOURCES; makes bmesh and mathutils importable)
 import numpy as np  # noqa: E402

@@ -1,14 +1,22 @@
-"""Shared test set-up: the repository root is importable (``import core``); under CI a
-skipped test is a failure (a skipped Blender test would hide a broken install), and
-hypothesis runs derandomized (the same examples every run: CI repeats what was tested here,
-while local runs keep exploring new ones)."""
+"""Shared test set-up: the package ``geometry_queries`` is importable from this checkout
+(demo/addon_from_checkout.py links the checkout under that name; subprocesses find it
+through PYTHONPATH); under CI a skipped test is a failure (a skipped Blender test would hide
+a broken install), and hypothesis runs derandomized (the same examples every run: CI repeats
+what was tested here, while local runs keep exploring new ones)."""
 
 import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+    sys.path.insert(0, ROOT)  # demo/ and bench/ helpers
+
+from demo.addon_from_checkout import LINK_DIR, import_addon  # noqa: E402
+
+import_addon()
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [LINK_DIR, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+)
 
 # The repository root is a package (the add-on's __init__.py), which pytest imports under the
 # checkout directory's name; in a checkout named "numba" that would shadow the real numba

@@ -196,6 +196,7 @@ def test_distances_are_lengths(addon):
 
 def test_visibility_box_passes_its_settings_and_runs_the_operator(empty_scene, addon):
     from blender_scenes import add_displaced_grid
+
     from geometry_queries.operators.properties import VISIBILITY_SETTINGS
 
     settings = empty_scene.geometry_queries

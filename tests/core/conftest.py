@@ -3,7 +3,7 @@
 
 import pytest
 
-from core.backend import use
+from geometry_queries.core.backend import use
 
 
 @pytest.fixture(scope="module", params=["numpy", "numba"], autouse=True)

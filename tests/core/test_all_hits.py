@@ -21,7 +21,15 @@ from test_heightfield import (
     moller_trumbore,
 )
 
-from core import AllHits, Cylinder, Heightfield, Placed, Sphere, raycast, raycast_all
+from geometry_queries.core import (
+    AllHits,
+    Cylinder,
+    Heightfield,
+    Placed,
+    Sphere,
+    raycast,
+    raycast_all,
+)
 
 
 def records_of(hits: AllHits, row: int):
@@ -692,7 +700,7 @@ def test_compiled_terrain_records_equal_the_numpy_reference(solid):
     """kernels/heightfield_crossings.py against crossings.py: the same records, bit for
     bit, on a multi-block terrain with mixed diagonals and exact ties (rounded heights),
     placed or not, rays parallel to the axes and vertical ones, cut by max_distance."""
-    from core.backend import use
+    from geometry_queries.core.backend import use
 
     rng = np.random.default_rng(40 + solid)
     heights = np.cumsum(rng.normal(0, 1, (40, 50)), axis=1) * 0.2

@@ -13,9 +13,9 @@ import numba
 import numpy as np
 import pytest
 
-from core import Cylinder, Heightfield, Placed, Sphere, raycast, sphere_cast
-from core import backend as active_backend
-from core.backend import PARALLEL_MIN, use
+from geometry_queries.core import Cylinder, Heightfield, Placed, Sphere, raycast, sphere_cast
+from geometry_queries.core import backend as active_backend
+from geometry_queries.core.backend import PARALLEL_MIN, use
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -434,7 +434,7 @@ def test_terrain_casts_on_a_large_terrain_take_the_coherent_order():
     helper called from Python crashes the process), gathered into that order and scattered
     back; the answers stay the reference's, with one radius and with one per cast (radius-0
     casts among them)."""
-    from core.kernels.heightfield import SORT_MIN_CELLS, SORT_MIN_RAYS
+    from geometry_queries.core.kernels.heightfield import SORT_MIN_CELLS, SORT_MIN_RAYS
 
     side = int(np.ceil(np.sqrt(SORT_MIN_CELLS)))
     rng = np.random.default_rng(23)
@@ -508,13 +508,13 @@ NO_NUMBA = "import sys; sys.modules['numba'] = None  # numba does not import\n"
 
 def test_without_numba_the_numpy_backend_answers_and_forcing_numba_fails_clearly():
     code = NO_NUMBA + (
-        "import core\n"
+        "import geometry_queries.core as core\n"
         "hits = core.raycast(core.Sphere((0, 0, 0), 1), (0, 0, 5), (0, 0, -1))\n"
         "print(core.backend(), hits.distance)\n"
     )
     assert run_python(code, GEOMETRY_QUERIES_BACKEND="") == "numpy 4.0"
     code = NO_NUMBA + (
-        "import core\n"
+        "import geometry_queries.core as core\n"
         "try:\n"
         "    core.raycast(core.Sphere((0, 0, 0), 1), (0, 0, 5), (0, 0, -1))\n"
         "except RuntimeError as error:\n"

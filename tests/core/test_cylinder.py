@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from core import Cylinder, raycast
+from geometry_queries.core import Cylinder, raycast
 
 P0 = np.array([0.2, -0.4, 0.1])
 P1 = np.array([1.0, 0.6, 2.3])

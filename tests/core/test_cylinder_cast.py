@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from core import Cylinder, Placed, raycast, sphere_cast
+from geometry_queries.core import Cylinder, Placed, raycast, sphere_cast
 
 mp.mp.dps = 50
 

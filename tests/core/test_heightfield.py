@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import Heightfield, Placed, backend, raycast
+from geometry_queries.core import Heightfield, Placed, backend, raycast
 
 MARGIN = 1e-9
 

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import Heightfield, Placed, raycast, sphere_cast
-from core.backend import use
-from core.heightfield import cast as cast_module
-from core.heightfield.grid import BLOCK as BLOCK_CELLS
+from geometry_queries.core import Heightfield, Placed, raycast, sphere_cast
+from geometry_queries.core.backend import use
+from geometry_queries.core.heightfield import cast as cast_module
+from geometry_queries.core.heightfield.grid import BLOCK as BLOCK_CELLS
 
 mp.mp.dps = 50
 
@@ -906,7 +906,7 @@ def test_float32_largest_height_raises_no_warning(solid):
     terrain without it."""
     import warnings
 
-    from core import occluded, raycast_all
+    from geometry_queries.core import occluded, raycast_all
 
     rng = np.random.default_rng(90 + solid)
     heights = rng.uniform(0, 2, (12, 13))

@@ -9,8 +9,8 @@ which also runs on both backends."""
 import numpy as np
 import pytest
 
-from core import Heightfield, Placed, raycast
-from core.backend import PARALLEL_MIN, kernels, use
+from geometry_queries.core import Heightfield, Placed, raycast
+from geometry_queries.core.backend import PARALLEL_MIN, kernels, use
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -199,8 +199,8 @@ def test_the_cast_kernels_import_first_in_a_fresh_process():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     script = (
         "import numpy as np\n"
-        "from core import Heightfield, sphere_cast\n"
-        "from core.backend import kernels\n"
+        "from geometry_queries.core import Heightfield, sphere_cast\n"
+        "from geometry_queries.core.backend import kernels\n"
         "casts = kernels('heightfield_cast')\n"
         "assert kernels('heightfield').sphere_cast is not None\n"
         "terrain = Heightfield(np.zeros((4, 4)), spacing=(1.0, 1.0))\n"

@@ -19,7 +19,7 @@ from test_heightfield import (
     multi_block_terrain,
 )
 
-from core import Heightfield, Placed, raycast
+from geometry_queries.core import Heightfield, Placed, raycast
 
 MARGIN = 1e-9
 

@@ -16,9 +16,18 @@ import numpy as np
 import pytest
 from numba.core.caching import FunctionCache
 
-from core import Cylinder, Heightfield, Placed, Sphere, occluded, raycast, raycast_all, sphere_cast
-from core.backend import use
-from core.kernels import rays as kernel_rays
+from geometry_queries.core import (
+    Cylinder,
+    Heightfield,
+    Placed,
+    Sphere,
+    occluded,
+    raycast,
+    raycast_all,
+    sphere_cast,
+)
+from geometry_queries.core.backend import use
+from geometry_queries.core.kernels import rays as kernel_rays
 
 SHEAR = np.array([[1.0, 0.3, 0.0, 1.0], [0.0, 2.0, 0.5, -2.0], [0.2, 0.0, 0.7, 3.0], [0, 0, 0, 1]])
 SIMILARITY = np.array([[0, -2, 0, 1], [2, 0, 0, 2], [0, 0, 2, 3], [0, 0, 0, 1]], dtype=float)
@@ -118,7 +127,7 @@ def every_query(shape, origins, directions, limit):
 
 def compiled_kernels():
     """Every cached kernel (an entry point called from Python) of the loaded kernel modules."""
-    backend_module = sys.modules["core.backend"]  # core.backend is also the function
+    backend_module = sys.modules["geometry_queries.core.backend"]  # core.backend: the function
     for module in backend_module._modules.values():
         for name, value in vars(module).items():
             # a kernel per model (kernels/heightfield.py's _TRACES) is kept in a dict
@@ -196,8 +205,8 @@ def test_the_ordered_terrain_walk_is_the_one_compiled_walk(tmp_path):
     code = f"""
 import sys
 import numpy as np
-from core import Heightfield, occluded, raycast
-from core.backend import kernels, set_cache_dir, use
+from geometry_queries.core import Heightfield, occluded, raycast
+from geometry_queries.core.backend import kernels, set_cache_dir, use
 set_cache_dir({str(tmp_path)!r})
 with use("numba"):
     module = kernels("heightfield")
@@ -215,7 +224,7 @@ with use("numba"):
     print(hits.hit.sum(), len(module._ordered_rays.signatures), compiled)
 """
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PYTHONPATH=root)
+    env = dict(os.environ, PYTHONPATH=os.path.join(root, "build", "addon-from-checkout"))
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     hits, ordered, compiled = run.stdout.split(maxsplit=2)

@@ -11,10 +11,12 @@ import sys
 import numpy as np
 import pytest
 
-from core import Cylinder, Heightfield, Sphere, raycast
-from core.backend import compiled, kernel, kind, loaded, refuse_compiles, use
+from geometry_queries.core import Cylinder, Heightfield, Sphere, raycast
+from geometry_queries.core.backend import compiled, kernel, kind, loaded, refuse_compiles, use
 
-backend_module = importlib.import_module("core.backend")  # `core.backend` is the function
+backend_module = importlib.import_module(
+    "geometry_queries.core.backend"
+)  # core.backend: a function
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -32,7 +34,7 @@ def run_python(code, **environment):
 SMALL_QUERIES = """
 import sys
 import numpy as np
-import core
+import geometry_queries.core as core
 x = np.linspace(-2, 2, 64)
 terrain = core.Heightfield(np.outer(np.cos(x), np.sin(x)), spacing=(0.1, 0.1), origin=(-3, -3))
 placed = core.Placed(core.Cylinder((0, 0, -1), (0, 0, 1), 1.0), np.diag([2.0, 2.0, 1.0, 1.0]))
@@ -54,11 +56,12 @@ def test_small_queries_in_a_fresh_process_never_import_numba():
 
 def test_forcing_numba_compiles_the_query_into_the_cache_folder_given(tmp_path):
     code = (
-        "import sys, core\n"
-        "from core.backend import set_cache_dir\n"
+        "import sys\nimport geometry_queries.core as core\n"
+        "from geometry_queries.core.backend import set_cache_dir\n"
         f"set_cache_dir({str(tmp_path)!r})\n"
         "print(core.raycast(core.Sphere((0, 0, 0), 1), (0, 0, 5), (0, 0, -1)).distance)\n"
-        "print('core.kernels.sphere' in sys.modules, 'core.kernels.cylinder' in sys.modules)\n"
+        "kernels = 'geometry_queries.core.kernels.'\n"
+        "print(kernels + 'sphere' in sys.modules, kernels + 'cylinder' in sys.modules)\n"
     )
     out, _ = run_python(code, GEOMETRY_QUERIES_BACKEND="numba")
     assert out.splitlines() == ["4.0", "True False"]
@@ -122,8 +125,8 @@ def test_each_model_is_a_kind_of_its_own():
 
 DAMAGE = """
 import os, sys
-import core
-from core.backend import set_cache_dir
+import geometry_queries.core as core
+from geometry_queries.core.backend import set_cache_dir
 set_cache_dir(sys.argv[1])
 print(core.raycast(core.Sphere((0, 0, 0), 1), (0, 0, 5), (0, 0, -1)).distance)
 """

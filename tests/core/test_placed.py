@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from core import Cylinder, Placed, Sphere, raycast
+from geometry_queries.core import Cylinder, Placed, Sphere, raycast
 
 
 def random_affine(rng, scale_range=(0.3, 3.0)):

@@ -9,7 +9,8 @@ import textwrap
 
 import pytest
 
-from core.prepare import Status
+from demo.addon_from_checkout import LINK_DIR
+from geometry_queries.core.prepare import Status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -24,7 +25,7 @@ def run_python(code, path=(), timeout=600, **environment):
     """``code`` in a fresh interpreter (repository and ``path`` first on sys.path): stdout."""
     env = dict(os.environ, **environment)
     env.pop("GEOMETRY_QUERIES_BACKEND", None)
-    env["PYTHONPATH"] = os.pathsep.join([*path, ROOT])
+    env["PYTHONPATH"] = os.pathsep.join([*path, LINK_DIR])
     result = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         cwd=ROOT,
@@ -39,9 +40,9 @@ def run_python(code, path=(), timeout=600, **environment):
 
 WAIT = """
 import sys, time
-import core
-from core import prepare
-from core.backend import set_cache_dir
+import geometry_queries.core as core
+from geometry_queries.core import prepare
+from geometry_queries.core.backend import set_cache_dir
 {setup}
 started = time.perf_counter()
 first = prepare.start()
@@ -61,7 +62,7 @@ def test_every_kind_is_prepared_and_then_loaded_here():
         + textwrap.dedent(
             """
             import numpy as np
-            from core.backend import kernel, kind, loaded
+            from geometry_queries.core.backend import kernel, kind, loaded
             placed = core.Placed(core.Sphere((0, 0, 0), 1.0), np.eye(4))
             print(loaded(kind(placed, "raycast")), kernel(placed, "raycast", 1) is not None)
             print(core.raycast(placed, (0, 0, 5), (0, 0, -1)).distance)
@@ -78,7 +79,7 @@ def test_every_kind_is_prepared_and_then_loaded_here():
 
 
 def prepare_kinds():
-    from core import prepare
+    from geometry_queries.core import prepare
 
     return prepare.kinds()
 
@@ -129,7 +130,7 @@ def test_a_cache_folder_that_cannot_be_written_is_reported(tmp_path):
 def test_a_forced_backend_prepares_nothing():
     lines = run_python(
         "import os\nos.environ['GEOMETRY_QUERIES_BACKEND'] = 'numpy'\n"
-        "from core import prepare\nprint(prepare.start().line())\n"
+        "from geometry_queries.core import prepare\nprint(prepare.start().line())\n"
     )
     assert lines == ["Fast kernels: off (GEOMETRY_QUERIES_BACKEND=numpy)"]
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from core import Placed, Sphere, raycast
+from geometry_queries.core import Placed, Sphere, raycast
 
 CENTER = np.array([0.3, -0.2, 0.5])
 RADIUS = 1.7

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from core import Heightfield, Placed, Sphere, raycast, sphere_cast
+from geometry_queries.core import Heightfield, Placed, Sphere, raycast, sphere_cast
 
 CENTER = np.array([0.5, -0.25, 1.0])
 RADIUS = 1.2

@@ -4,7 +4,7 @@ silently turned into a miss."""
 import numpy as np
 import pytest
 
-from core import Cylinder, Placed, Sphere, raycast, sphere_cast
+from geometry_queries.core import Cylinder, Placed, Sphere, raycast, sphere_cast
 
 SPHERE = Sphere((0, 0, 0), 1.0)
 GOOD = np.zeros((4, 3)) + [0, 0, -5]
