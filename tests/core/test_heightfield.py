@@ -55,8 +55,11 @@ def moller_trumbore(origin, direction, v0, v1, v2, grow):
         q = np.cross(s, e1)
         v = (q @ direction) * inv
         t = np.einsum("ij,ij->i", e2, q) * inv
+        # A ray (unit direction) in the triangle's plane is parallel to it: det vanishes
+        # but for rounding, and u, v, t are 0/0 (here or elsewhere it may round to a "hit").
+        scale = np.linalg.norm(e1, axis=-1) * np.linalg.norm(e2, axis=-1)
         ok = (
-            (np.abs(det) > 1e-300)
+            (np.abs(det) > 1e-12 * scale)
             & (u >= -grow)
             & (v >= -grow)
             & (u + v <= 1 + grow)
