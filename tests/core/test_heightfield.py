@@ -412,7 +412,10 @@ def test_random_terrains_match_brute_force(seed, ny, nx, surface, with_diagonals
         directions[:2, :2] = 0.0
         directions[2:4, rng.integers(2)] = 0.0
     directions[np.all(directions == 0, axis=1)] = [0, 0, -1]
-    check_against_reference(field, args, origins, directions, closed=False)
+    # Only rays the reference cannot decide (a 1e-9 change of the solid changes their
+    # answer) are left out: nearly all must be compared.
+    compared = check_against_reference(field, args, origins, directions, closed=False)
+    assert compared >= 0.85 * len(origins)
 
 
 # -- named edge cases (the closed solid: touching counts as a hit) --------------------------

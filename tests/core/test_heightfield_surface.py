@@ -460,7 +460,8 @@ def test_property_random_terrains_match_two_sided_brute_force(
     diagonals = rng.random((ny - 1, nx - 1)) < 0.5 if surface == "TRIANGLES" else None
     field, args = make(heights, (1.0, 0.5), (0.25, -1.0), surface, diagonals)
     origins, directions = rays_both_ways(rng, heights, (1.0, 0.5), (0.25, -1.0), 8)
-    check_surface(field, args, origins, directions)
+    # Only rays the reference cannot decide are left out: nearly all must be compared.
+    assert check_surface(field, args, origins, directions) >= 0.85 * len(origins)
 
 
 # -- item 7: a 1e12 spike moves no hit elsewhere (the tolerance is each cell's own) ----------
