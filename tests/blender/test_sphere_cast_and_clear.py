@@ -191,24 +191,38 @@ def sphere_contact_distance(start, unit_direction, centre, reach):
 
 
 def test_a_fan_of_casts_marks_each_contact(empty_scene):
-    from geometry_queries.operators import patterns
-
     sphere = add_uv_sphere(radius=2.0, location=(0.0, 0.0, -8.0))
     select_only(sphere)
     start, end, radius = np.array([0.0, 0.0, 0.0]), np.array([0.0, 0.0, -12.0]), 0.25
+    count, cone = 7, 0.5
     bpy.ops.geometry_queries.sphere_cast(
-        start=start, end=end, radius=radius, pattern="FAN", fan_count=7, fan_angle=0.5
+        start=start, end=end, radius=radius, pattern="FAN", fan_count=count, fan_angle=cone
     )
-    # Independent directions: the same fan the rays use, around End - Start.
-    directions = patterns.fan_directions(np.array([0.0, 0.0, -1.0]), 7, 0.5)
+    # The fan as documented, computed here: cast k leaves at polar angle theta_k from
+    # End - Start with cos(theta_k) = 1 - (1 - cos(cone / 2)) k / (count - 1) (even by solid
+    # angle, the first on the axis, the last on the rim), turned by the golden angle
+    # pi (3 - sqrt(5)) from cast to cast. The sphere sits on the axis, so each contact
+    # distance depends on theta_k alone.
+    k = np.arange(count)
+    cos_polar = 1.0 - (1.0 - np.cos(0.5 * float(np.float32(cone)))) * k / (count - 1)
+    directions = [np.array([np.sqrt(1 - c * c), 0.0, -c]) for c in cos_polar]
     expected = [
         sphere_contact_distance(start, d, np.array([0.0, 0.0, -8.0]), 2.0 + radius)
         for d in directions
     ]
-    expected = sorted(t for t in expected if t is not None and t <= 12.0)
+    assert all(t is not None and t <= 12.0 for t in expected)
     moving = [m for m in created_markers() if m.empty_display_type == "SPHERE"]
-    assert len(moving) == len(expected) == 7
-    np.testing.assert_allclose(sorted(m["distance"] for m in moving), expected, atol=1e-9)
+    assert len(moving) == count
+    moving.sort(key=lambda m: m["distance"])  # the contact distance grows with theta_k
+    np.testing.assert_allclose([m["distance"] for m in moving], expected, atol=1e-9)
+    centres = np.array([m["point"] for m in moving])
+    cast = centres / np.linalg.norm(centres, axis=1, keepdims=True)
+    np.testing.assert_allclose(-cast[:, 2], cos_polar, atol=1e-9)
+    azimuth = np.arctan2(cast[1:, 1], cast[1:, 0])
+    turn = np.angle(np.exp(1j * np.diff(azimuth)))  # wrapped to (-pi, pi]
+    golden = np.pi * (3.0 - np.sqrt(5.0))
+    np.testing.assert_allclose(np.abs(turn), golden, atol=1e-9)
+    assert len(set(np.sign(turn))) == 1  # always the same way round
     assert empty_scene.geometry_queries.last_result.startswith("7 of 7 sphere casts touch")
 
 

@@ -361,13 +361,38 @@ def test_grazing_casts_touch_at_distance_r_plus_reach():
     check_casts(
         casts, starts, center + [0, 4.0, 0], reach, np.zeros(3), np.array([0, 0, h]), r, True
     )
+    assert casts.hit.sum() >= 10  # a touch is a hit; rounding may lose a few
     np.testing.assert_allclose(casts.distance[casts.hit], 4.0, atol=1e-6)
     # ... and in the meridian plane, tangent to the rim circle's torus section.
     tangent = np.stack([-np.sin(tilt), np.zeros(15), np.cos(tilt)], axis=1)
     starts, ends = center - 3 * tangent, center + 3 * tangent
     casts = sphere_cast(shape, starts, ends, reach)
     check_casts(casts, starts, ends, reach, np.zeros(3), np.array([0, 0, h]), r, True)
+    assert casts.hit.sum() >= 10
     np.testing.assert_allclose(casts.distance[casts.hit], 3.0, atol=1e-6)
+    # The same paths 1e-9 into the torus all hit, where the centre is R from the rim circle
+    # (the nearest feature there: the padded cylinder is convex), and 1e-9 out of it all
+    # miss. Such a path meets the torus at a grazing angle of about sqrt(2e-9 / R), which
+    # magnifies rounding of ~1e-16 of the lengths to ~1e-10: the distances to 1e-9.
+    rim_circle, reach_ = mp.mpf(r), mp.mpf(reach)
+    for press in (1e-9, -1e-9):
+        pressed = center - press * m
+        along_y = sphere_cast(shape, pressed - [0, 4.0, 0], pressed + [0, 4.0, 0], reach)
+        meridian = sphere_cast(shape, pressed - 3 * tangent, pressed + 3 * tangent, reach)
+        if press < 0:
+            assert not along_y.hit.any() and not meridian.hit.any()
+            continue
+        assert along_y.hit.all() and meridian.hit.all()
+        for row, c in enumerate(pressed):
+            x, z = mp.mpf(c[0]), mp.mpf(c[2]) - h
+            # along y: the centre's distance from the axis reaches r + sqrt(R^2 - z^2)
+            expected = 4 - mp.sqrt((rim_circle + mp.sqrt(reach_**2 - z**2)) ** 2 - x**2)
+            assert abs(along_y.distance[row] - float(expected)) < 1e-9, row
+            # in the meridian plane: the first point R from the rim point (r, 0, h)
+            q = [mp.mpf(a) - 3 * mp.mpf(b) for a, b in zip(c - [r, 0, h], tangent[row])]
+            b_ = sum(a * mp.mpf(b) for a, b in zip(q, tangent[row]))
+            expected = -b_ - mp.sqrt(b_**2 - (sum(a * a for a in q) - reach_**2))
+            assert abs(meridian.distance[row] - float(expected)) < 1e-9, row
 
 
 # --- overlap, zero length, far, tiny and huge radii -------------------------------------------

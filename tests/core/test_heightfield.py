@@ -9,6 +9,8 @@ ray whose answer hangs on round-off is known as ambiguous (random rays) while th
 cases use the closed solid (grown) and must hit.
 """
 
+import zlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -372,7 +374,8 @@ TERRAINS = {
 @pytest.mark.parametrize("surface", ["TRIANGLES", "BILINEAR"])
 @pytest.mark.parametrize("name", sorted(TERRAINS))
 def test_terrains_match_brute_force(name, surface):
-    rng = np.random.default_rng(abs(hash((name, surface))) % 2**32)
+    # crc32, not hash(): str hashes change from one process to the next (PYTHONHASHSEED)
+    rng = np.random.default_rng(zlib.crc32(f"{name} {surface}".encode()))
     heights = TERRAINS[name](rng)
     spacing = tuple(rng.uniform(0.5, 2.0, 2))
     origin = tuple(rng.uniform(-3, 3, 2))
@@ -409,7 +412,10 @@ def test_random_terrains_match_brute_force(seed, ny, nx, surface, with_diagonals
         directions[:2, :2] = 0.0
         directions[2:4, rng.integers(2)] = 0.0
     directions[np.all(directions == 0, axis=1)] = [0, 0, -1]
-    check_against_reference(field, args, origins, directions, closed=False)
+    # Only rays the reference cannot decide (a 1e-9 change of the solid changes their
+    # answer) are left out: nearly all must be compared.
+    compared = check_against_reference(field, args, origins, directions, closed=False)
+    assert compared >= 0.85 * len(origins)
 
 
 # -- named edge cases (the closed solid: touching counts as a hit) --------------------------

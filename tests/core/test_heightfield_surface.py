@@ -6,6 +6,8 @@ for the first sign change of z - h in either direction. Also: the per-cell toler
 and last grid lines (item 10), for both terrain models.
 """
 
+import zlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -244,7 +246,8 @@ TERRAINS = {
 @pytest.mark.parametrize("surface", ["TRIANGLES", "BILINEAR"])
 @pytest.mark.parametrize("name", sorted(TERRAINS))
 def test_terrains_match_two_sided_brute_force(name, surface):
-    rng = np.random.default_rng(hash(name) % 1000)
+    # crc32, not hash(): str hashes change from one process to the next (PYTHONHASHSEED)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
     heights = TERRAINS[name](rng)
     diagonals = rng.random((heights.shape[0] - 1, heights.shape[1] - 1)) < 0.5
     spacing, origin = (0.7, 1.3), (-2.0, 1.0)
@@ -457,7 +460,8 @@ def test_property_random_terrains_match_two_sided_brute_force(
     diagonals = rng.random((ny - 1, nx - 1)) < 0.5 if surface == "TRIANGLES" else None
     field, args = make(heights, (1.0, 0.5), (0.25, -1.0), surface, diagonals)
     origins, directions = rays_both_ways(rng, heights, (1.0, 0.5), (0.25, -1.0), 8)
-    check_surface(field, args, origins, directions)
+    # Only rays the reference cannot decide are left out: nearly all must be compared.
+    assert check_surface(field, args, origins, directions) >= 0.85 * len(origins)
 
 
 # -- item 7: a 1e12 spike moves no hit elsewhere (the tolerance is each cell's own) ----------

@@ -8,6 +8,8 @@ terrains (test_all_hits.terrain_all). The backends are compared bit for bit on l
 batches of random segments (the compiled terrain kernel and the numpy reference).
 """
 
+from functools import partial
+
 import numpy as np
 import pytest
 import reference
@@ -17,7 +19,11 @@ from test_backends import random_rays as backend_rays
 
 from geometry_queries.core import Cylinder, Heightfield, Placed, Sphere, occluded
 from geometry_queries.core.backend import PARALLEL_MIN, use
-from geometry_queries.core.occlusion import ON_SEGMENT_END
+
+# The documented trim, owned by the reference (never core's constant: a reference that
+# borrowed it would follow any change to it, and a blocker within the trimmed stretch
+# would go unseen by both).
+TRIM = 1e-9
 
 
 def trimmed(start, end):
@@ -25,7 +31,7 @@ def trimmed(start, end):
     start, end = np.asarray(start, float), np.asarray(end, float)
     length = np.linalg.norm(end - start)
     unit = (end - start) / length
-    trim = ON_SEGMENT_END * length
+    trim = TRIM * length
     return start + trim * unit, unit, length - 2 * trim
 
 
@@ -79,6 +85,55 @@ def test_far_starts():
     starts = [[-1e6, 0.5, 0], [-1e6, 0.5, 0], [-1e6, 1.0 + 1e-9, 0], [-1e6, 0, 0]]
     ends = [[1e6, 0.5, 0], [-1.0, 0.5, 0], [1e6, 1.0 + 1e-9, 0], [-1.0 - 1e-6, 0, 0]]
     assert occluded(sphere, starts, ends).tolist() == [True, False, False, False]
+
+
+# A blocker close to either end of a long sightline: the trim is 1e-9 of the length (1 um on
+# 1 km), so blockers 1 m, 1 cm and 1 mm from an end block, and the same blockers just past
+# that end do not. A trim of 1e-3 or 1e-2 of the length would hide the first or all of them.
+SIGHT_START = np.array([120.0, -340.0, 25.0])
+SIGHT_UNIT = np.array([0.8, 0.6, 0.0])  # level: a terrain's spike is easy to place under it
+SIGHT_LENGTH = 1000.0
+GAPS = (1.0, 1e-2, 1e-3)
+
+
+def blockers_near_the_ends(kind):
+    """[(shape, blocks, records)]: for each gap and each end, a blocker centred half the gap
+    inside the segment from that end (within 0.1 to 0.9 of the gap from it: blocks), and one
+    centred half the gap outside it (does not); ``records(origin, unit)`` gives the
+    reference's crossings of a line."""
+    side = np.array([-0.6, 0.8, 0.0])  # across the sightline
+    cases = []
+    for gap in GAPS:
+        for at, inward in ((0.0, 1.0), (SIGHT_LENGTH, -1.0)):
+            for offset, blocks in ((0.5 * gap, True), (-0.5 * gap, False)):
+                centre = SIGHT_START + (at + inward * offset) * SIGHT_UNIT
+                size = 0.4 * gap
+                if kind == "sphere":
+                    shape = Sphere(centre, size)
+                    records = partial(reference.sphere_all, center=centre, radius=size)
+                elif kind in ("cylinder", "tube"):
+                    p0, p1 = centre - size * side, centre + size * side
+                    shape = Cylinder(p0, p1, size, capped=kind == "cylinder")
+                    solve = reference.cylinder_all if kind == "cylinder" else reference.tube_all
+                    records = partial(solve, p0=p0, p1=p1, radius=size)
+                else:  # a spike under the sightline's height, its tip above it
+                    heights = np.full((3, 3), centre[2] - size)
+                    heights[1, 1] = centre[2] + size
+                    args = (heights, (size, size), tuple(centre[:2] - size), None)
+                    shape = Heightfield(*args[:3], solid=kind == "terrain")
+                    records = partial(terrain_all, args, kind == "terrain")
+                cases.append((shape, blocks, records))
+    return cases
+
+
+@pytest.mark.parametrize("kind", ["sphere", "cylinder", "tube", "terrain", "surface"])
+def test_blockers_near_either_end_of_a_long_sightline(kind):
+    end = SIGHT_START + SIGHT_LENGTH * SIGHT_UNIT
+    for shape, blocks, records in blockers_near_the_ends(kind):
+        assert occluded(shape, SIGHT_START, end) == blocks, (kind, shape, blocks)
+        assert occluded(shape, end, SIGHT_START) == blocks, (kind, shape, blocks)
+        origin, unit, limit = trimmed(SIGHT_START, end)  # the reference sees the same
+        assert blocked_by_records(records(origin, unit), limit) == blocks
 
 
 def test_placed_mirrored_non_uniform_ellipsoid_matches_mpmath_in_local_space():
@@ -263,7 +318,7 @@ def test_the_compiled_segment_is_the_numpy_segment_bit_for_bit():
     3D and 2D (z = 0), and a zero-length one."""
     numba = pytest.importorskip("numba")
     from geometry_queries.core.kernels.rays import segment_ray
-    from geometry_queries.core.occlusion import segment_rays
+    from geometry_queries.core.occlusion import ON_SEGMENT_END, segment_rays
 
     # A kernel helper has no Python wrapper (kernels.rays.helper): called through a kernel.
     @numba.njit
