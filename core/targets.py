@@ -47,16 +47,16 @@ class NearestCasts:
     target: np.ndarray  # (N,) int index into the target list, -1 where no contact
 
 
-def _rows(points) -> tuple[int, int]:
-    """(N, D) of a batch of points given as (N, D) or (D,)."""
-    shape = np.atleast_2d(np.asarray(points, dtype=np.float64)).shape
-    return shape[0], shape[-1]
+def _batch(*arrays):
+    """Each array as (N, D) float64 (one point or vector (D,) becomes a batch of one)."""
+    return [np.atleast_2d(np.asarray(array, dtype=np.float64)) for array in arrays]
 
 
 def nearest_hits(shapes, origins, directions, max_distance=np.inf) -> NearestHits:
-    """Cast every ray at every shape (``core.raycast``); each ray keeps its nearest hit, the
-    first shape in the list on ties."""
-    count, dimensions = _rows(origins)
+    """Cast every ray (``origins``, ``directions``: (N, D) or (D,)) at every shape
+    (``core.raycast``); each ray keeps its nearest hit, the first shape in the list on ties."""
+    origins, directions = _batch(origins, directions)
+    count, dimensions = origins.shape
     best = NearestHits(
         hit=np.zeros(count, dtype=bool),
         distance=np.full(count, np.inf),
@@ -81,7 +81,8 @@ def nearest_hits(shapes, origins, directions, max_distance=np.inf) -> NearestHit
 def first_contacts(shapes, starts, ends, radius) -> NearestCasts:
     """Cast a sphere of ``radius`` from each start to its end against every shape
     (``core.sphere_cast``); each cast keeps its first contact, the first shape on ties."""
-    count, dimensions = _rows(starts)
+    starts, ends = _batch(starts, ends)
+    count, dimensions = starts.shape
     best = NearestCasts(
         hit=np.zeros(count, dtype=bool),
         distance=np.full(count, np.inf),
@@ -122,7 +123,7 @@ def visible_from(observer, points, occluders) -> np.ndarray:
 
     Each occluder is asked only about the segments still visible, the cheap ones first
     (query_cost), so the terrains' walks get fewer segments."""
-    points = np.atleast_2d(np.asarray(points, dtype=np.float64))
+    (points,) = _batch(points)
     visible = np.ones(len(points), dtype=bool)
     asked = np.arange(len(points))
     order = sorted(range(len(occluders)), key=lambda index: query_cost(occluders[index]))
