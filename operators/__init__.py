@@ -1,15 +1,16 @@
 """Blender operators: map selected objects to core shapes, query, write the results.
 
-mapping.py     evaluated Blender objects -> Placed core shapes (or a reason why not)
+mapping.py     evaluated Blender objects -> vertex and face arrays -> core.recognize -> Placed
+               core shapes (or a reason why not, naming the object)
 shape_cache.py recognised shapes kept while their mesh data stays bit-identical
 shape_watch.py Blender's reports of geometry updates, for the shape cache
 patterns.py    ray patterns: SINGLE, FAN, GRID (numpy)
-nearest.py     nearest hit over several targets (numpy + core)
+nearest.py     nearest hit over several targets (core.targets, naming a refused object)
 results.py     hits -> empties or one point mesh; Clear Hits' removal
-properties.py  property definitions shared with the panel's settings
+properties.py  property mixins shared with the panel's settings
 messages.py    counts in reports, written alike everywhere ("4,000,000 rays")
 query.py       the operators: fire_ray, sphere_cast, clear_hits
-sightlines.py  lines of sight from one observer past several occluders (numpy + core)
+sightlines.py  lines of sight from one observer past several occluders (core.targets)
 visibility_attributes.py  a terrain's visibility -> its mesh's point attributes
 visibility.py  the operator: visibility (what can be seen from the cursor on terrains)
 update_handlers.py  answers kept until the scene changes (forgotten on depsgraph updates)

@@ -1,5 +1,6 @@
-"""Property definitions shared by the operators and the panel's settings (ui/settings.py),
-so both declare each setting exactly once and the panel can copy its values across."""
+"""Property declarations shared by the operators and the panel's settings (ui/settings.py):
+annotation mixin classes that both inherit, so each setting is declared exactly once and
+the panel can copy its values across."""
 
 from math import pi, radians
 
@@ -78,8 +79,23 @@ MARKER_MIN_SIZE = 0.001
 # they use instead and refuse one out of range with a message naming it.
 
 
-def max_distance_property():
-    return FloatProperty(
+# Each setting is declared once, in a mixin class of annotations that the operators and the
+# panel's PropertyGroup inherit, as Blender's own scripts do (bpy registers the annotations of
+# plain base classes, bases first in the order listed, then the class's own). Blender's
+# property annotations are calls, which mypy rejects as types; fake-bpy-module cannot describe
+# them, hence `type: ignore[valid-type]`.
+
+
+class DirectionSourceProperty:
+    direction_source: EnumProperty(  # type: ignore[valid-type]
+        name="Direction From", items=DIRECTION_SOURCE_ITEMS, default="CURSOR"
+    )
+
+
+class RayPatternProperties:
+    """How far the rays reach, their pattern and how hits are written."""
+
+    max_distance: FloatProperty(  # type: ignore[valid-type]
         name="Max Distance",
         description="How far the rays reach",
         subtype="DISTANCE",
@@ -87,24 +103,17 @@ def max_distance_property():
         default=100.0,
         soft_min=0.001,
     )
-
-
-def pattern_property():
-    return EnumProperty(name="Pattern", items=PATTERN_ITEMS, default="SINGLE")
-
-
-def fan_count_property():
-    return IntProperty(
+    pattern: EnumProperty(  # type: ignore[valid-type]
+        name="Pattern", items=PATTERN_ITEMS, default="SINGLE"
+    )
+    fan_count: IntProperty(  # type: ignore[valid-type]
         name="Rays",
         description="Number of rays in the fan",
         default=16,
         soft_min=1,
         soft_max=10_000,
     )
-
-
-def fan_angle_property():
-    return FloatProperty(
+    fan_angle: FloatProperty(  # type: ignore[valid-type]
         name="Cone Angle",
         description="Full apex angle of the fan's cone",
         subtype="ANGLE",
@@ -112,18 +121,13 @@ def fan_angle_property():
         soft_min=0.0,
         soft_max=pi,
     )
-
-
-def grid_rows_property():
-    return IntProperty(name="Rows", default=4, soft_min=1, soft_max=1000)
-
-
-def grid_columns_property():
-    return IntProperty(name="Columns", default=4, soft_min=1, soft_max=1000)
-
-
-def grid_width_property():
-    return FloatProperty(
+    grid_rows: IntProperty(  # type: ignore[valid-type]
+        name="Rows", default=4, soft_min=1, soft_max=1000
+    )
+    grid_columns: IntProperty(  # type: ignore[valid-type]
+        name="Columns", default=4, soft_min=1, soft_max=1000
+    )
+    grid_width: FloatProperty(  # type: ignore[valid-type]
         name="Width",
         description="Side of the square the grid's origins cover",
         subtype="DISTANCE",
@@ -131,27 +135,13 @@ def grid_width_property():
         default=2.0,
         soft_min=0.0,
     )
-
-
-def output_property():
-    return EnumProperty(name="Output", items=OUTPUT_ITEMS, default="AUTO")
-
-
-def direction_source_property():
-    return EnumProperty(name="Direction From", items=DIRECTION_SOURCE_ITEMS, default="CURSOR")
-
-
-def terrain_model_property():
-    return EnumProperty(
-        name="Terrain",
-        description="What a terrain (a displaced grid) is to the queries",
-        items=TERRAIN_MODEL_ITEMS,
-        default="SURFACE",
+    output: EnumProperty(  # type: ignore[valid-type]
+        name="Output", items=OUTPUT_ITEMS, default="AUTO"
     )
 
 
-def marker_size_property():
-    return FloatProperty(
+class MarkerSizeProperty:
+    marker_size: FloatProperty(  # type: ignore[valid-type]
         name="Marker Size",
         description="Display size of the hit empties",
         subtype="DISTANCE",
@@ -161,29 +151,26 @@ def marker_size_property():
     )
 
 
-def cast_radius_property():
-    return FloatProperty(
-        name="Radius",
-        description="Radius of the moving sphere (0 casts a ray from the start to the end)",
-        subtype="DISTANCE",
-        unit="LENGTH",
-        default=0.25,
-        soft_min=0.0,
+class TerrainModelProperty:
+    terrain_model: EnumProperty(  # type: ignore[valid-type]
+        name="Terrain",
+        description="What a terrain (a displaced grid) is to the queries",
+        items=TERRAIN_MODEL_ITEMS,
+        default="SURFACE",
     )
 
 
-def observer_height_property():
-    return FloatProperty(
+class SightProperties:
+    """The eye above the observer and the point above each terrain vertex."""
+
+    observer_height: FloatProperty(  # type: ignore[valid-type]
         name="Observer Height",
         description="How far above the origin (along world +Z) the observer's eye is",
         subtype="DISTANCE",
         unit="LENGTH",
         default=1.7,
     )
-
-
-def target_height_property():
-    return FloatProperty(
+    target_height: FloatProperty(  # type: ignore[valid-type]
         name="Target Height",
         description="How far above each terrain vertex (along world +Z) the point to be "
         "seen is: 0 asks whether the ground itself is visible",
@@ -191,6 +178,18 @@ def target_height_property():
         unit="LENGTH",
         default=0.0,
     )
+
+
+# The Sphere Cast's radius, which the panel keeps as cast_radius (one definition, two names;
+# the stubs type a property call as returning None).
+CAST_RADIUS = FloatProperty(  # type: ignore[func-returns-value]
+    name="Radius",
+    description="Radius of the moving sphere (0 casts a ray from the start to the end)",
+    subtype="DISTANCE",
+    unit="LENGTH",
+    default=0.25,
+    soft_min=0.0,
+)
 
 
 def point_property(name: str, description: str):

@@ -90,17 +90,11 @@ def poll_objects_to_query(cls: type[bpy.types.Operator], context: bpy.types.Cont
     return True
 
 
-# Each operator's tooltip is its bl_description, one paragraph (a docstring would keep its
-# line breaks and indentation).
-class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
-    bl_idname = "geometry_queries.fire_ray"
-    bl_label = "Fire Ray"
-    bl_description = (
-        "Cast rays from the 3D cursor (or a given origin) at the selected objects and mark "
-        "the nearest hit of each ray"
-    )
-    bl_options = {"REGISTER", "UNDO"}
-
+# The redo panel lists properties in the order Blender registers them: the annotations of a
+# class's plain bases from the last listed to the first (the first listed wins, as in Python's
+# method resolution order), then the class's own. So each operator lists the points it aims
+# with last, and they come first.
+class FireRayAim:
     origin: properties.point_property(  # type: ignore[valid-type]
         "Origin",
         "Where the rays start (default: the 3D cursor)",
@@ -112,17 +106,25 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
         size=3,
         options={"SKIP_SAVE"},
     )
-    direction_source: properties.direction_source_property()  # type: ignore[valid-type]
-    max_distance: properties.max_distance_property()  # type: ignore[valid-type]
-    pattern: properties.pattern_property()  # type: ignore[valid-type]
-    fan_count: properties.fan_count_property()  # type: ignore[valid-type]
-    fan_angle: properties.fan_angle_property()  # type: ignore[valid-type]
-    grid_rows: properties.grid_rows_property()  # type: ignore[valid-type]
-    grid_columns: properties.grid_columns_property()  # type: ignore[valid-type]
-    grid_width: properties.grid_width_property()  # type: ignore[valid-type]
-    output: properties.output_property()  # type: ignore[valid-type]
-    marker_size: properties.marker_size_property()  # type: ignore[valid-type]
-    terrain_model: properties.terrain_model_property()  # type: ignore[valid-type]
+
+
+# Each operator's tooltip is its bl_description, one paragraph (a docstring would keep its
+# line breaks and indentation).
+class GEOMETRY_QUERIES_OT_fire_ray(
+    bpy.types.Operator,
+    properties.TerrainModelProperty,
+    properties.MarkerSizeProperty,
+    properties.RayPatternProperties,
+    properties.DirectionSourceProperty,
+    FireRayAim,
+):
+    bl_idname = "geometry_queries.fire_ray"
+    bl_label = "Fire Ray"
+    bl_description = (
+        "Cast rays from the 3D cursor (or a given origin) at the selected objects and mark "
+        "the nearest hit of each ray"
+    )
+    bl_options = {"REGISTER", "UNDO"}
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
@@ -185,15 +187,7 @@ class GEOMETRY_QUERIES_OT_fire_ray(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
-    bl_idname = "geometry_queries.sphere_cast"
-    bl_label = "Sphere Cast"
-    bl_description = (
-        "Move a sphere from a start to an end point (or a fan or grid of such casts) and "
-        "mark where it first touches one of the selected spheres, cylinders and terrains"
-    )
-    bl_options = {"REGISTER", "UNDO"}
-
+class SphereCastAim:
     start: properties.point_property(  # type: ignore[valid-type]
         "Start",
         "Where the sphere's centre starts (default: the 3D cursor)",
@@ -203,16 +197,22 @@ class GEOMETRY_QUERIES_OT_sphere_cast(bpy.types.Operator):
         "Where the sphere's centre ends (default: Max Distance along "
         "the 3D cursor's -Z axis from the start)",
     )
-    radius: properties.cast_radius_property()  # type: ignore[valid-type]
-    max_distance: properties.max_distance_property()  # type: ignore[valid-type]
-    pattern: properties.pattern_property()  # type: ignore[valid-type]
-    fan_count: properties.fan_count_property()  # type: ignore[valid-type]
-    fan_angle: properties.fan_angle_property()  # type: ignore[valid-type]
-    grid_rows: properties.grid_rows_property()  # type: ignore[valid-type]
-    grid_columns: properties.grid_columns_property()  # type: ignore[valid-type]
-    grid_width: properties.grid_width_property()  # type: ignore[valid-type]
-    output: properties.output_property()  # type: ignore[valid-type]
-    terrain_model: properties.terrain_model_property()  # type: ignore[valid-type]
+    radius: properties.CAST_RADIUS  # type: ignore[valid-type]
+
+
+class GEOMETRY_QUERIES_OT_sphere_cast(
+    bpy.types.Operator,
+    properties.TerrainModelProperty,
+    properties.RayPatternProperties,
+    SphereCastAim,
+):
+    bl_idname = "geometry_queries.sphere_cast"
+    bl_label = "Sphere Cast"
+    bl_description = (
+        "Move a sphere from a start to an end point (or a fan or grid of such casts) and "
+        "mark where it first touches one of the selected spheres, cylinders and terrains"
+    )
+    bl_options = {"REGISTER", "UNDO"}
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:

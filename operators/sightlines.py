@@ -1,21 +1,18 @@
-"""Lines of sight from one observer to many points past several occluders (numpy + core;
-the occluders are ``mapping.Recognized``).
+"""Lines of sight from one observer to many points past several occluders
+(``mapping.Recognized``): a terrain's vertices as core sees them, and core.targets'
+visible_from on the occluders' shapes.
 
 A point is visible when no occluder meets the segment from the observer to it before its
 end (``core.occluded``: an any-hit query, and a point lying on a surface is not hidden by
-that surface, so terrain vertices can be seen). Each occluder is asked only about the
-segments still visible, spheres and cylinders first: they are cheap and leave fewer
-segments for the terrains' walks."""
+that surface, so terrain vertices can be seen)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .. import core
+from ..core import targets
 from .feedback import kernel_waits_shown
 from .mapping import mesh_positions
-
-QUERY_ORDER = {"SPHERE": 0, "CYLINDER": 1, "TERRAIN": 2}
 
 
 def terrain_vertices(evaluated_object, terrain) -> np.ndarray:
@@ -36,22 +33,14 @@ def terrain_vertices(evaluated_object, terrain) -> np.ndarray:
 
 
 def visible_from(observer: np.ndarray, points: np.ndarray, occluders) -> np.ndarray:
-    """(N,) bool: True where no occluder meets the segment from ``observer`` (3,) to the
-    point (``points`` (N, 3)) before the point (a point at the observer itself is hidden
-    only when the observer is inside a solid)."""
-    visible = np.ones(len(points), dtype=bool)
-    asked = np.arange(len(points))
-    for occluder in sorted(occluders, key=lambda target: QUERY_ORDER.get(target.kind, 3)):
-        if not len(asked):
-            break
-        ends = points[asked]
-        starts = np.empty_like(ends)
-        starts[:] = observer
-        try:
-            with kernel_waits_shown():
-                hidden = core.occluded(occluder.shape, starts, ends)
-        except ValueError as error:
-            raise ValueError(f"{occluder.name}: {error}") from None
-        visible[asked[hidden]] = False
-        asked = asked[~hidden]
-    return visible
+    """(N,) bool: True where no occluder (``mapping.Recognized``) meets the segment from
+    ``observer`` (3,) to the point (``points`` (N, 3)) before the point
+    (core.targets.visible_from); a refused occluder is named after its object."""
+    occluders = list(occluders)
+    try:
+        with kernel_waits_shown():
+            return targets.visible_from(
+                observer, points, [occluder.shape for occluder in occluders]
+            )
+    except targets.TargetError as error:
+        raise ValueError(f"{occluders[error.index].name}: {error.reason}") from None

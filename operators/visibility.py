@@ -89,7 +89,21 @@ def check_vertex_count(obj, depsgraph) -> None:
         )
 
 
-class GEOMETRY_QUERIES_OT_visibility(bpy.types.Operator):
+# The observer comes first in the redo panel: Blender registers plain bases' annotations from
+# the last listed to the first, then the class's own (as for the query operators).
+class VisibilityAim:
+    origin: properties.point_property(  # type: ignore[valid-type]
+        "Origin",
+        "Where the observer stands (default: the 3D cursor)",
+    )
+
+
+class GEOMETRY_QUERIES_OT_visibility(
+    bpy.types.Operator,
+    properties.TerrainModelProperty,
+    properties.SightProperties,
+    VisibilityAim,
+):
     bl_idname = "geometry_queries.visibility"
     bl_label = "Visibility from Cursor"
     # The tooltip: one paragraph (a docstring would keep its line breaks and indentation).
@@ -99,14 +113,6 @@ class GEOMETRY_QUERIES_OT_visibility(bpy.types.Operator):
         "and 'visibility' (a colour) on each terrain"
     )
     bl_options = {"REGISTER", "UNDO"}
-
-    origin: properties.point_property(  # type: ignore[valid-type]
-        "Origin",
-        "Where the observer stands (default: the 3D cursor)",
-    )
-    observer_height: properties.observer_height_property()  # type: ignore[valid-type]
-    target_height: properties.target_height_property()  # type: ignore[valid-type]
-    terrain_model: properties.terrain_model_property()  # type: ignore[valid-type]
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:

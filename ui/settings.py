@@ -1,7 +1,7 @@
 """The panel's settings: one PropertyGroup on the scene, ``scene.geometry_queries``.
 
-Its ray and cast settings use the operators' own property definitions
-(operators/properties.py); the panel's buttons copy them into the operator call, so the
+It inherits the operators' own property declarations (the mixins of
+operators/properties.py); the panel's buttons copy them into the operator call, so the
 panel, F3 and scripts all run the same operator code."""
 
 import bpy
@@ -10,23 +10,17 @@ from bpy.props import PointerProperty, StringProperty
 from ..operators import properties
 
 
-# Blender's property annotations are calls, which mypy rejects as types; fake-bpy-module
-# cannot describe them (Blender's own annotation semantics), hence `type: ignore[valid-type]`.
-class GeometryQueriesSettings(bpy.types.PropertyGroup):
-    direction_source: properties.direction_source_property()  # type: ignore[valid-type]
-    max_distance: properties.max_distance_property()  # type: ignore[valid-type]
-    pattern: properties.pattern_property()  # type: ignore[valid-type]
-    fan_count: properties.fan_count_property()  # type: ignore[valid-type]
-    fan_angle: properties.fan_angle_property()  # type: ignore[valid-type]
-    grid_rows: properties.grid_rows_property()  # type: ignore[valid-type]
-    grid_columns: properties.grid_columns_property()  # type: ignore[valid-type]
-    grid_width: properties.grid_width_property()  # type: ignore[valid-type]
-    output: properties.output_property()  # type: ignore[valid-type]
-    marker_size: properties.marker_size_property()  # type: ignore[valid-type]
-    terrain_model: properties.terrain_model_property()  # type: ignore[valid-type]
-    cast_radius: properties.cast_radius_property()  # type: ignore[valid-type]
-    observer_height: properties.observer_height_property()  # type: ignore[valid-type]
-    target_height: properties.target_height_property()  # type: ignore[valid-type]
+class GeometryQueriesSettings(
+    bpy.types.PropertyGroup,
+    properties.SightProperties,
+    properties.TerrainModelProperty,
+    properties.MarkerSizeProperty,
+    properties.RayPatternProperties,
+    properties.DirectionSourceProperty,
+):
+    # Bases registered from the last listed to the first, then these (operators/query.py);
+    # annotation calls take `type: ignore[valid-type]` as in operators/properties.py.
+    cast_radius: properties.CAST_RADIUS  # type: ignore[valid-type]
     last_result: StringProperty(  # type: ignore[valid-type]
         name="Last Result", description="What the last query found", default=""
     )
