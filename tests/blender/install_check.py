@@ -155,7 +155,7 @@ def main():
     observed["fire_ray"] = fire_one_ray()
     observed["fire_ray"]["seconds"] = time.perf_counter() - started
     observed["fire_ray"]["numba_imported"] = "numba" in sys.modules
-    while prepare.status().state == "preparing" and time.perf_counter() - started < 240:
+    while prepare.status().state == "preparing" and time.perf_counter() - started < 600:
         time.sleep(0.2)
     observed["prepared"] = {
         "line": prepare.status().line(),

@@ -158,7 +158,7 @@ def test_install_fire_ray_uninstall_in_fresh_blender(package, tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,  # includes compiling every kernel in the background
+        timeout=900,  # includes compiling every kernel in the background
     )
     assert run.returncode == 0, run.stderr[-3000:]
     result_lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
