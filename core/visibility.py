@@ -310,8 +310,6 @@ def from_xarray(cls, da, **kwargs):
 def as_dataarray(result, da, name=None):
     """``result`` (ny, nx), on the grid of terrain_from_xarray(da), as a DataArray on
     ``da``'s coordinates (flipped back where they descend)."""
-    import xarray
-
     values = np.asarray(result)
     ydim, xdim = da.dims
     if values.shape != da.shape:
@@ -320,5 +318,4 @@ def as_dataarray(result, da, name=None):
         values = values[::-1]
     if _grid_axis(da, xdim)[2]:
         values = values[:, ::-1]
-    coords = {dim: da.coords[dim] for dim in da.dims}
-    return xarray.DataArray(values, coords=coords, dims=da.dims, name=name)
+    return da.copy(data=values).rename(name)
