@@ -81,8 +81,11 @@ package: validate wheels
 
 # Open3D (bench only) needs the system library libusb-1.0-0 on Linux: when open3d does not
 # import, try apt-get (root, Debian/Ubuntu); elsewhere its bench says why it is skipped.
+# bench_cumulative.py compares against GDAL's gdal_viewshed (gdal-bin) when it is there.
 bench: venv
 	-$(PY) -m pip install --quiet -r requirements-bench.txt
 	-$(PY) -c "import open3d" 2>/dev/null || (command -v apt-get >/dev/null && \
 		apt-get update -qq && apt-get install -y -qq libusb-1.0-0)
+	-command -v gdal_viewshed >/dev/null || (command -v apt-get >/dev/null && \
+		apt-get install -y -qq gdal-bin)
 	$(PY) bench/run_all.py

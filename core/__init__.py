@@ -15,6 +15,10 @@ from .occlusion import occluded
 from .placed import Placed
 from .rays import AllHits, CastHits, RayHits, raycast, sphere_cast
 from .sphere import Sphere
+from .visibility import cumulative_viewshed, from_xarray, viewshed
+
+# Heightfield.from_xarray(da, **kwargs): a terrain from a 2D DataArray (core/visibility.py).
+Heightfield.from_xarray = classmethod(from_xarray)  # type: ignore[attr-defined]
 
 __all__ = [
     "backend",
@@ -26,6 +30,8 @@ __all__ = [
     "sphere_cast",
     "occluded",
     "raycast_all",
+    "viewshed",
+    "cumulative_viewshed",
     "AllHits",
     "RayHits",
     "CastHits",

@@ -13,6 +13,8 @@ query.py       the operators: fire_ray, sphere_cast, clear_hits
 sightlines.py  lines of sight from one observer past several occluders (core.targets)
 visibility_attributes.py  a terrain's visibility -> its mesh's point attributes
 visibility.py  the operator: visibility (what can be seen from the cursor on terrains)
+terrain_frame.py  a placed terrain in world-aligned axes (horizontal distances, heights)
+cumulative_visibility.py  the operator: cumulative_visibility (how many empties see a vertex)
 update_handlers.py  answers kept until the scene changes (forgotten on depsgraph updates)
 """
 
@@ -20,14 +22,14 @@ from collections.abc import Callable
 
 import bpy
 
-from . import query, shape_watch, visibility
+from . import cumulative_visibility, query, shape_watch, visibility
 from .shape_cache import SHAPES
 
 # fake-bpy-module says register_classes_factory returns None; it returns the two functions.
 _register_classes: Callable[[], None]
 _unregister_classes: Callable[[], None]
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(  # type: ignore[func-returns-value, misc]
-    query.classes + visibility.classes
+    query.classes + visibility.classes + cumulative_visibility.classes
 )
 
 

@@ -4,7 +4,7 @@ the panel can copy its values across."""
 
 from math import pi, radians
 
-from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, IntProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty
 
 PATTERN_ITEMS = (
     ("SINGLE", "Single", "One ray"),
@@ -190,6 +190,35 @@ CAST_RADIUS = FloatProperty(  # type: ignore[func-returns-value]
     default=0.25,
     soft_min=0.0,
 )
+
+
+class ReachProperties:
+    """How far an observer sees: a horizontal limit and the earth's curvature."""
+
+    max_distance: FloatProperty(  # type: ignore[valid-type]
+        name="Max Distance",
+        description="How far from the observer (horizontally) a vertex may be seen; farther "
+        "vertices are not visible. 0: no limit",
+        subtype="DISTANCE",
+        unit="LENGTH",
+        default=0.0,
+        soft_min=0.0,
+    )
+    earth_curvature: BoolProperty(  # type: ignore[valid-type]
+        name="Earth Curvature",
+        description="Lower every terrain vertex by (1 - refraction) d^2 / (2 R), d its "
+        "horizontal distance from the observer and R the earth's radius (6,371 km), as GIS "
+        "viewsheds do over long distances",
+        default=False,
+    )
+    refraction: FloatProperty(  # type: ignore[valid-type]
+        name="Refraction",
+        description="The atmosphere's refraction coefficient, with Earth Curvature: light "
+        "bends along the earth, as if its radius were R / (1 - refraction)",
+        default=1.0 / 7.0,
+        soft_min=0.0,
+        soft_max=1.0,
+    )
 
 
 def point_property(name: str, description: str):

@@ -14,13 +14,15 @@ or file load empties the memo), the panel's rule for its descriptions too.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import bpy
 import numpy as np
 from bpy.app.handlers import persistent
 
-from . import mapping, patterns, properties, sightlines, visibility_attributes
+from .. import core
+from . import mapping, patterns, properties, sightlines, terrain_frame, visibility_attributes
 from .messages import format_count
 from .query import cursor_location, query_targets, store_last_result
 from .update_handlers import forget_on_update, stop_forgetting
@@ -101,6 +103,7 @@ class VisibilityAim:
 class GEOMETRY_QUERIES_OT_visibility(
     bpy.types.Operator,
     properties.TerrainModelProperty,
+    properties.ReachProperties,
     properties.SightProperties,
     VisibilityAim,
 ):
@@ -157,11 +160,26 @@ class GEOMETRY_QUERIES_OT_visibility(
             shared = shared_meshes(terrains)
             if shared:
                 raise ValueError(shared)
+            reach = patterns.finite_number("Max Distance", self.max_distance)
+            if reach < 0.0:
+                raise ValueError(f"Max Distance must be >= 0 (0: no limit), got {reach:g}")
+            drop = 0.0
+            if self.earth_curvature:
+                refraction = patterns.finite_number("Refraction", self.refraction)
+                if not 0.0 <= refraction <= 1.0:
+                    raise ValueError(f"Refraction must be between 0 and 1, got {refraction:g}")
+                drop = (1.0 - refraction) / (2.0 * terrain_frame.scene_earth_radius(scene))
+                occluders = [lowered(target, observer, drop) for target in occluders]
             answers = []
             for terrain, shape in own_terrains:
                 points = sightlines.terrain_vertices(terrain.evaluated_get(depsgraph), shape)
                 points[:, 2] += raise_by
-                answers.append(sightlines.visible_from(observer, points, occluders))
+                squared = ((points[:, :2] - observer[:2]) ** 2).sum(axis=1)
+                points[:, 2] -= drop * squared
+                near = squared <= reach * reach if reach > 0.0 else np.ones(len(points), bool)
+                visible = np.zeros(len(points), dtype=bool)
+                visible[near] = sightlines.visible_from(observer, points[near], occluders)
+                answers.append(visible)
         except ValueError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
@@ -176,6 +194,30 @@ class GEOMETRY_QUERIES_OT_visibility(
         self.report({"INFO"}, message)
         store_last_result(context, message)
         return {"FINISHED"}
+
+
+def lowered(target, observer, drop: float):
+    """A recognised terrain with every vertex lowered by ``drop d^2`` (earth curvature, d
+    its horizontal distance from ``observer``), in its world-aligned frame; other shapes
+    as they are."""
+    if target.kind != "TERRAIN":
+        return target
+    frame = terrain_frame.terrain_frame(target)
+    field = frame.terrain
+    eye = frame.to_frame(observer[None])[0]
+    ny, nx = field.heights.shape
+    x = field.origin[0] + np.arange(nx) * field.spacing[0] - eye[0]
+    y = field.origin[1] + np.arange(ny) * field.spacing[1] - eye[1]
+    heights = field.heights - drop * (y[:, None] ** 2 + x[None, :] ** 2)
+    bent = core.Heightfield(
+        heights,
+        spacing=field.spacing,
+        origin=field.origin,
+        surface=field.surface,
+        diagonals=field.diagonals,
+        solid=field.solid,
+    )
+    return dataclasses.replace(target, shape=core.Placed(bent, frame.matrix()))
 
 
 def shared_meshes(terrains) -> str | None:

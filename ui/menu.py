@@ -14,6 +14,7 @@ class GEOMETRY_QUERIES_MT_object(bpy.types.Menu):
         layout.operator("geometry_queries.fire_ray")
         layout.operator("geometry_queries.sphere_cast")
         layout.operator("geometry_queries.visibility")
+        layout.operator("geometry_queries.cumulative_visibility")
         layout.separator()
         layout.operator("geometry_queries.clear_hits")
 

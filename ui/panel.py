@@ -99,6 +99,9 @@ class GEOMETRY_QUERIES_PT_main(GeometryQueriesSidebar, bpy.types.Panel):
         visibility = box.operator("geometry_queries.visibility", icon="HIDE_OFF")
         for name in VISIBILITY_SETTINGS:
             setattr(visibility, name, getattr(settings, name))
+        cumulative = box.operator("geometry_queries.cumulative_visibility", icon="GROUP_VERTEX")
+        for name in VISIBILITY_SETTINGS:
+            setattr(cumulative, name, getattr(settings, name))
 
         layout.operator("geometry_queries.clear_hits", icon="TRASH")
         if settings.last_result:

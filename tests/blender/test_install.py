@@ -179,7 +179,13 @@ def test_install_fire_ray_uninstall_in_fresh_blender(package, tmp_path):
 
     assert observed["install"] == ["FINISHED"]
     installed = observed["installed"]
-    assert installed["operators"] == ["clear_hits", "fire_ray", "sphere_cast", "visibility"]
+    assert installed["operators"] == [
+        "clear_hits",
+        "cumulative_visibility",
+        "fire_ray",
+        "sphere_cast",
+        "visibility",
+    ]
     assert "GEOMETRY_QUERIES_OT_fire_ray" in installed["types"]
     assert installed["scene_property"] and installed["addon_enabled"]
     assert "bl_ext.user_default.geometry_queries" in installed["modules"]

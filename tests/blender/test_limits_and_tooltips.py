@@ -58,7 +58,7 @@ def test_no_setting_has_a_hard_limit_that_would_hide_a_bad_value(addon):
     settings = bpy.types.Scene.bl_rna.properties["geometry_queries"].fixed_type
     structs = [settings] + [
         getattr(bpy.ops.geometry_queries, name).get_rna_type()
-        for name in ("fire_ray", "sphere_cast", "visibility")
+        for name in ("fire_ray", "sphere_cast", "visibility", "cumulative_visibility")
     ]
     checked = 0
     for struct in structs:
@@ -69,7 +69,8 @@ def test_no_setting_has_a_hard_limit_that_would_hide_a_bad_value(addon):
             # The type's own range (no min/max given), whichever the number type.
             assert prop.hard_min < -1e9 and prop.hard_max > 1e9, (struct.identifier, prop)
             assert prop.soft_min >= 0, (struct.identifier, prop.identifier)
-    assert checked == 8 + 7 + 7  # the settings', Fire Ray's, Sphere Cast's
+    # the settings', Fire Ray's, Sphere Cast's, the two visibility operators' max_distance
+    assert checked == 8 + 7 + 7 + 1 + 1
 
 
 def assert_refused(call, message):

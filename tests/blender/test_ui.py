@@ -130,6 +130,7 @@ def test_panel_buttons_pass_the_panel_settings_to_the_operators(empty_scene, add
         "geometry_queries.fire_ray",
         "geometry_queries.sphere_cast",
         "geometry_queries.visibility",
+        "geometry_queries.cumulative_visibility",
         "geometry_queries.clear_hits",
     }
     fire = buttons["geometry_queries.fire_ray"]
@@ -171,11 +172,14 @@ def test_object_menu_has_a_geometry_queries_submenu_with_every_operator(addon):
         "geometry_queries.fire_ray",
         "geometry_queries.sphere_cast",
         "geometry_queries.visibility",
+        "geometry_queries.cumulative_visibility",
         "geometry_queries.clear_hits",
     ]
 
 
-@pytest.mark.parametrize("idname", ["fire_ray", "sphere_cast", "visibility", "clear_hits"])
+@pytest.mark.parametrize(
+    "idname", ["fire_ray", "sphere_cast", "visibility", "cumulative_visibility", "clear_hits"]
+)
 def test_operators_are_undoable_and_describe_themselves(addon, idname):
     rna = getattr(bpy.ops.geometry_queries, idname).get_rna_type()
     operator_class = getattr(bpy.types, f"GEOMETRY_QUERIES_OT_{idname}")
@@ -187,7 +191,8 @@ def test_distances_are_lengths(addon):
     for idname, names in (
         ("fire_ray", ("max_distance", "grid_width")),
         ("sphere_cast", ("radius", "max_distance")),
-        ("visibility", ("observer_height", "target_height")),
+        ("visibility", ("observer_height", "target_height", "max_distance")),
+        ("cumulative_visibility", ("observer_height", "target_height", "max_distance")),
     ):
         properties = getattr(bpy.ops.geometry_queries, idname).get_rna_type().properties
         for name in names:

@@ -1,0 +1,302 @@
+"""The dask graph behind geometry_queries.dask.cumulative_viewshed (see that module)."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+
+import numpy as np
+
+from .core import Heightfield
+from .core.visibility import (
+    EARTH_RADIUS,
+    REFRACTION,
+    Options,
+    as_observers,
+    reach_window,
+    window_terrain,
+    window_visibility,
+)
+
+INSTALL_HINT = "geometry_queries.dask needs dask: pip install geometry_queries[dask]"
+
+
+def _dask_array():
+    try:
+        import dask.array as da
+    except ImportError as error:
+        raise ImportError(f"{INSTALL_HINT} ({error})") from error
+    return da
+
+
+def cumulative_viewshed(
+    heights,
+    observers,
+    *,
+    spacing=None,
+    origin=None,
+    observer_height: float = 0.0,
+    target_height: float = 0.0,
+    max_distance: float = np.inf,
+    earth_curvature: bool = False,
+    refraction: float = REFRACTION,
+    earth_radius: float = EARTH_RADIUS,
+    surface: str = "TRIANGLES",
+    solid: bool = True,
+    observers_per_task: int = 4,
+    split_every: int = 4,
+    threads_per_task: int | None = None,
+):
+    """Lazy (ny, nx) int32 dask array, chunked like ``heights``: how many of ``observers``
+    (M, 3) see each vertex, equal to core.cumulative_viewshed on
+    ``Heightfield(heights, spacing, origin, surface=surface, solid=solid)``.
+
+    heights: a 2D dask array (or numpy array), or an xarray DataArray backed by one: then
+    spacing and origin may come from its coordinates (as Heightfield.from_xarray reads
+    them) and the answer is a DataArray on the same coordinates.
+    observers_per_task: observers counted by one task; split_every: parts summed by one
+    task of the reduction; threads_per_task: the compiled kernels' threads in a task
+    (default: 1 inside a dask worker thread, where each of the worker's threads runs a
+    task of its own, e.g. a single-threaded worker gives a task 1; all cores otherwise).
+    """
+    da = _dask_array()
+    if _is_dataarray(heights):
+        return _on_dataarray(heights, observers, spacing, origin, locals())
+    if spacing is None or origin is None:
+        raise ValueError("spacing and origin are needed unless heights is an xarray DataArray")
+    for name, value in (("observers_per_task", observers_per_task), ("split_every", split_every)):
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if split_every < 2:
+        raise ValueError(f"split_every must be at least 2, got {split_every!r}")
+    if threads_per_task is not None and (
+        not isinstance(threads_per_task, (int, np.integer)) or threads_per_task < 1
+    ):
+        raise ValueError(f"threads_per_task must be a positive integer, got {threads_per_task!r}")
+    options = Options(
+        observer_height, target_height, max_distance, earth_curvature, refraction, earth_radius
+    )
+    points = as_observers(observers)
+    heights = da.asarray(heights)
+    if heights.ndim != 2 or min(heights.shape) < 2:
+        raise ValueError(f"heights must be 2D, at least 2x2, got shape {heights.shape}")
+    # The model and the grid, checked by Heightfield itself.
+    model = Heightfield(np.zeros((2, 2)), spacing=spacing, origin=origin, surface=surface,
+                        solid=solid)  # fmt: skip
+    groups = _groups(points, options, model, heights.shape, observers_per_task)
+    return _graph(da, heights, groups, options, model, split_every, threads_per_task)
+
+
+def _is_dataarray(value) -> bool:
+    return type(value).__name__ == "DataArray" and hasattr(value, "dims")
+
+
+def _on_dataarray(data, observers, spacing, origin, arguments):
+    """The DataArray's grid: its coordinates, flipped where they descend (as
+    terrain_from_xarray), the counts flipped back onto them."""
+    from .core.visibility import _grid_axis
+
+    if data.ndim != 2:
+        raise ValueError(f"heights must be a 2D DataArray (y, x), got dims {data.dims}")
+    ydim, xdim = data.dims
+    x0, dx, x_descends = _grid_axis(data, xdim)
+    y0, dy, y_descends = _grid_axis(data, ydim)
+    array = data.data
+    flip = (slice(None, None, -1 if y_descends else 1), slice(None, None, -1 if x_descends else 1))
+    keywords = {
+        key: value
+        for key, value in arguments.items()
+        if key not in ("heights", "observers", "spacing", "origin", "da")
+    }
+    counts = cumulative_viewshed(
+        array[flip],
+        observers,
+        spacing=(dx, dy) if spacing is None else spacing,
+        origin=(x0, y0) if origin is None else origin,
+        **keywords,
+    )
+    return data.copy(data=counts[flip]).rename("visible_count")
+
+
+def _groups(points, options, model, shape, per_task):
+    """[(observers (K, 3), windows, union window)] for the observers that reach the grid,
+    sorted along the grid (rows of blocks of ~64 vertices) so a group's union stays small."""
+    reach = []
+    for observer in points:
+        window = reach_window(observer, options.max_distance, model.origin, model.spacing, shape)
+        if window is not None:
+            reach.append((observer, window))
+    reach.sort(key=lambda item: (item[1][0] // 64, item[1][2] // 64, item[1]))
+    groups = []
+    for start in range(0, len(reach), per_task):
+        part = reach[start : start + per_task]
+        windows = [window for _, window in part]
+        union = (
+            min(w[0] for w in windows),
+            max(w[1] for w in windows),
+            min(w[2] for w in windows),
+            max(w[3] for w in windows),
+        )
+        groups.append((np.array([o for o, _ in part]), windows, union))
+    return groups
+
+
+def _graph(da, heights, groups, options, model, split_every, threads):
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    token = tokenize(heights, [g[0] for g in groups], vars(options), repr(model), split_every)
+    part_name = f"gq-viewshed-part-{token}"
+    name = f"gq-cumulative-viewshed-{token}"
+    layer: dict = {}
+    reads = []
+    grid = (model.origin, model.spacing, model.surface, model.solid)
+    for g, (observers, windows, union) in enumerate(groups):
+        j0, j1, i0, i1 = union
+        read = heights[j0:j1, i0:i1]
+        reads.append(read)
+        layer[(part_name, g)] = (
+            _count_group,
+            read.__dask_keys__(),
+            observers,
+            windows,
+            union,
+            grid,
+            vars(options).copy(),
+            threads,
+        )
+    row_bounds = np.cumsum((0,) + heights.chunks[0])
+    column_bounds = np.cumsum((0,) + heights.chunks[1])
+    for bj, bi in itertools.product(range(len(heights.chunks[0])), range(len(heights.chunks[1]))):
+        block = (
+            int(row_bounds[bj]),
+            int(row_bounds[bj + 1]),
+            int(column_bounds[bi]),
+            int(column_bounds[bi + 1]),
+        )
+        leaves = []
+        for g, (_, _, union) in enumerate(groups):
+            if _overlap(union, block) is not None:
+                key = (f"{part_name}-place", g, bj, bi)
+                layer[key] = (_place, (part_name, g), union, block)
+                leaves.append(key)
+        layer[(name, bj, bi)] = _reduce(layer, name, (bj, bi), leaves, block, split_every)
+    graph = HighLevelGraph.from_collections(name, layer, dependencies=reads)
+    meta = np.empty((0, 0), dtype=np.int32)
+    return da.Array(graph, name, chunks=heights.chunks, dtype=np.int32, meta=meta)
+
+
+def _reduce(layer, name, index, leaves, block, split_every):
+    """The task for one output chunk: the sum of ``leaves``, ``split_every`` at a time."""
+    shape = (block[1] - block[0], block[3] - block[2])
+    if not leaves:
+        return (np.zeros, shape, np.int32)
+    level = 0
+    while len(leaves) > split_every:
+        grouped = []
+        for start in range(0, len(leaves), split_every):
+            key = (f"{name}-sum-{level}", *index, start // split_every)
+            layer[key] = (_sum, leaves[start : start + split_every])
+            grouped.append(key)
+        leaves = grouped
+        level += 1
+    return (_sum, leaves)
+
+
+def _overlap(window, block):
+    """The intersection of two (j0, j1, i0, i1) ranges, or None."""
+    j0, j1 = max(window[0], block[0]), min(window[1], block[1])
+    i0, i1 = max(window[2], block[2]), min(window[3], block[3])
+    return (j0, j1, i0, i1) if j0 < j1 and i0 < i1 else None
+
+
+def _sum(parts):
+    total = parts[0].copy()
+    for part in parts[1:]:
+        total += part
+    return total
+
+
+def _place(counts, union, block):
+    """The block's share of a part's counts, as a block-shaped int32 array."""
+    out = np.zeros((block[1] - block[0], block[3] - block[2]), dtype=np.int32)
+    j0, j1, i0, i1 = _overlap(union, block)
+    out[j0 - block[0] : j1 - block[0], i0 - block[2] : i1 - block[2]] = counts[
+        j0 - union[0] : j1 - union[0], i0 - union[2] : i1 - union[2]
+    ]
+    return out
+
+
+def _count_group(chunks, observers, windows, union, grid, options, threads):
+    """(union rows, union columns) int32: how many of the group's observers see each vertex
+    of the union window (its heights arrive as the nested list of its chunks)."""
+    heights = np.block(chunks) if isinstance(chunks, list) else np.asarray(chunks)
+    origin, spacing, surface, solid = grid
+    like = Heightfield(np.zeros((2, 2)), spacing=spacing, origin=origin, surface=surface,
+                       solid=solid)  # fmt: skip
+    checked = Options(**options)
+    counts = np.zeros(heights.shape, dtype=np.int32)
+    terrains: dict = {}  # window -> its Heightfield, shared by observers without curvature
+    with _kernel_threads(threads):
+        for observer, window in zip(observers, windows):
+            j0, j1, i0, i1 = window
+            rows = slice(j0 - union[0], j1 - union[0])
+            columns = slice(i0 - union[2], i1 - union[2])
+            part = heights[rows, columns]
+            whole = None
+            if not checked.curvature:
+                whole = terrains.get(window)
+                if whole is None:
+                    whole = terrains[window] = window_terrain(part, origin, spacing, window, like)
+            counts[rows, columns] += window_visibility(
+                part, origin, spacing, window, observer, checked, like, whole=whole
+            )
+    return counts
+
+
+_threads_lock = threading.Lock()
+_threads_users = 0
+_threads_before: int | None = None
+
+
+def _task_threads(requested):
+    if requested is not None:
+        return int(requested)
+    try:
+        from distributed import get_worker
+
+        get_worker()
+        return 1  # a worker thread runs one task: one kernel thread each
+    except (ImportError, ValueError):
+        pass
+    if threading.current_thread() is not threading.main_thread():
+        return 1  # dask's thread pool runs one task per core
+    return None
+
+
+@contextlib.contextmanager
+def _kernel_threads(requested):
+    """The compiled kernels' thread count (NUMBA_NUM_THREADS, which core's backend reads for
+    each batch) while tasks run; the setting before restored when the last task ends."""
+    global _threads_users, _threads_before
+    count = _task_threads(requested)
+    try:
+        from numba.core import config
+    except ImportError:
+        count = None
+    if count is None:
+        yield
+        return
+    with _threads_lock:
+        if _threads_users == 0:
+            _threads_before = config.NUMBA_NUM_THREADS
+        _threads_users += 1
+        config.NUMBA_NUM_THREADS = count
+    try:
+        yield
+    finally:
+        with _threads_lock:
+            _threads_users -= 1
+            if _threads_users == 0 and _threads_before is not None:
+                config.NUMBA_NUM_THREADS = _threads_before

@@ -1,0 +1,130 @@
+"""geometry_queries.dask.cumulative_viewshed equals core.cumulative_viewshed bit for bit:
+uneven chunks, reach windows crossing chunk borders, curvature, a zarr-backed DEM, a
+DataArray with descending y, the threaded scheduler and a LocalCluster."""
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+
+from geometry_queries import dask as gq_dask  # noqa: E402
+from geometry_queries.core import Heightfield, cumulative_viewshed  # noqa: E402
+
+SPACING = (0.7, 0.45)
+ORIGIN = (1234.5, -876.25)
+
+
+def dem(ny=37, nx=41, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(ny, nx)).cumsum(axis=0).cumsum(axis=1) * 0.05
+
+
+def observers(heights, count, seed=1):
+    rng = np.random.default_rng(seed)
+    ny, nx = heights.shape
+    i = rng.integers(0, nx, count)
+    j = rng.integers(0, ny, count)
+    x = ORIGIN[0] + i * SPACING[0] + rng.uniform(-0.3, 0.3, count)
+    y = ORIGIN[1] + j * SPACING[1]
+    return np.stack([x, y, heights[j, i] + rng.uniform(0.5, 3.0, count)], axis=1)
+
+
+CHUNKS = ((10, 3, 20, 4), (7, 15, 1, 18))  # uneven, a chunk one vertex wide
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"observer_height": 1.5},
+        {"max_distance": 4.0, "target_height": 0.3},
+        {"max_distance": 2.2, "earth_curvature": True, "earth_radius": 500.0},
+    ],
+)
+@pytest.mark.parametrize("solid", [True, False])
+def test_equals_core_with_uneven_chunks(options, solid):
+    heights = dem()
+    points = observers(heights, 7)
+    lazy = gq_dask.cumulative_viewshed(
+        da.from_array(heights, chunks=CHUNKS), points, spacing=SPACING, origin=ORIGIN,
+        solid=solid, observers_per_task=3, split_every=2, **options,
+    )  # fmt: skip
+    assert lazy.chunks == CHUNKS and lazy.dtype == np.int32
+    terrain = Heightfield(heights, spacing=SPACING, origin=ORIGIN, solid=solid)
+    expected = cumulative_viewshed(terrain, points, **options)
+    np.testing.assert_array_equal(lazy.compute(scheduler="sync"), expected)
+    np.testing.assert_array_equal(lazy.compute(scheduler="threads"), expected)
+    assert expected.max() >= 1
+
+
+def test_tasks_read_only_the_chunks_within_reach():
+    heights = dem(60, 60)
+    chunked = da.from_array(heights, chunks=10)
+    point = np.array([[ORIGIN[0] + 5 * SPACING[0], ORIGIN[1] + 5 * SPACING[1], 10.0]])
+    lazy = gq_dask.cumulative_viewshed(
+        chunked, point, spacing=SPACING, origin=ORIGIN, max_distance=2.0
+    )
+    from dask.core import flatten
+    from dask.optimization import cull
+
+    needed, _ = cull(dict(lazy.__dask_graph__()), list(flatten(lazy.__dask_keys__())))
+    read = {key for key in needed if key[0] == chunked.name}
+    # 2 m reach: rows 5 +- 4.4 (and a vertex of margin) cross into the second row of
+    # chunks, columns 5 +- 2.9 stay in the first.
+    assert read == {(chunked.name, 0, 0), (chunked.name, 1, 0)}
+    terrain = Heightfield(heights, spacing=SPACING, origin=ORIGIN)
+    np.testing.assert_array_equal(
+        lazy.compute(scheduler="sync"), cumulative_viewshed(terrain, point, max_distance=2.0)
+    )
+
+
+def test_zarr_dem_on_a_local_cluster(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    distributed = pytest.importorskip("distributed")
+    heights = dem(48, 52, seed=3).astype(np.float32)
+    store = zarr.open_array(
+        str(tmp_path / "dem.zarr"), mode="w", shape=heights.shape, chunks=(13, 17),
+        dtype=np.float32,
+    )  # fmt: skip
+    store[:] = heights
+    lazy_dem = da.from_zarr(str(tmp_path / "dem.zarr"))
+    points = observers(heights.astype(np.float64), 9, seed=4)
+    options = {"max_distance": 6.0, "observer_height": 1.0, "earth_curvature": True}
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster, distributed.Client(cluster):  # fmt: skip
+        counts = gq_dask.cumulative_viewshed(
+            lazy_dem, points, spacing=SPACING, origin=ORIGIN, observers_per_task=2, **options
+        ).compute()
+    terrain = Heightfield(heights, spacing=SPACING, origin=ORIGIN)
+    np.testing.assert_array_equal(counts, cumulative_viewshed(terrain, points, **options))
+    assert counts.max() >= 2
+
+
+def test_dataarray_with_descending_y():
+    xr = pytest.importorskip("xarray")
+    heights = dem(20, 24, seed=5)
+    x = ORIGIN[0] + SPACING[0] * np.arange(24)
+    y = 100.0 - 0.5 * np.arange(20)
+    data = xr.DataArray(da.from_array(heights, chunks=(7, 9)), coords={"y": y, "x": x},
+                        dims=("y", "x"))  # fmt: skip
+    points = np.array([[x[5], y[3], heights[3, 5] + 2.0], [x[20], y[15], 50.0]])
+    counts = gq_dask.cumulative_viewshed(data, points, max_distance=5.0)
+    assert counts.dims == ("y", "x")
+    terrain = Heightfield.from_xarray(data.compute())
+    expected = cumulative_viewshed(terrain, points, max_distance=5.0)[::-1]
+    np.testing.assert_array_equal(counts.compute().values, expected)
+
+
+def test_bad_arguments():
+    chunked = da.zeros((5, 5), chunks=2)
+    with pytest.raises(ValueError, match="spacing and origin"):
+        gq_dask.cumulative_viewshed(chunked, [(0, 0, 1)])
+    with pytest.raises(ValueError, match="observers_per_task"):
+        gq_dask.cumulative_viewshed(
+            chunked, [(0, 0, 1)], spacing=1, origin=(0, 0), observers_per_task=0
+        )
+    with pytest.raises(ValueError, match="row 0"):
+        gq_dask.cumulative_viewshed(chunked, [(0, np.inf, 1)], spacing=1, origin=(0, 0))
+    with pytest.raises(ValueError, match="max_distance"):
+        gq_dask.cumulative_viewshed(chunked, [(0, 0, 1)], spacing=1, origin=(0, 0),
+                                    max_distance=-1)  # fmt: skip
