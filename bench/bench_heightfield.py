@@ -4,7 +4,7 @@
 
 For each grid size, in the same run and on the same triangles (two per cell, split along
 (i, j)-(i+1, j+1) as our TRIANGLES surface): 100k rays from above the terrain with a random
-tilt of up to 45 degrees; rays/s of Heightfield(method="EXACT") and (method="MARCH") over
+tilt of up to 45 degrees; rays/s of Heightfield (EXACT) and march.MarchHeightfield (MARCH) over
 the whole batch (and of surface="BILINEAR" for reference; and of solid=False, the surface
 alone, for the same rays and for their mirror images from below the terrain), of a Python
 loop of
@@ -25,6 +25,7 @@ import time
 import common  # noqa: F401  (sys.path, BLENDER_USER_RESOURCES)
 import numpy as np
 from common import best_time
+from march import MarchHeightfield
 
 from geometry_queries.core import Heightfield, raycast
 
@@ -122,7 +123,7 @@ def bench(n, count, rng):
     heights = fractal_terrain(n, rng)
     origins, directions = rays_from_above(n, heights, count, rng)
     exact = Heightfield(heights)
-    march = Heightfield(heights, method="MARCH")
+    march = MarchHeightfield(heights)
 
     build = best_time(lambda: Heightfield(heights).hierarchy, repeat=5)
     _ = exact.hierarchy  # built before timing the queries

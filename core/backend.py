@@ -7,7 +7,7 @@ choice serves latency (the latency rule): a query runs on its compiled kernel wh
   core/prepare.py's background loader loaded it), or
 * numpy's expected time for the batch exceeds the wait for the kernel: importing numba
   (once per process) plus compiling that kind (``COMPILE_SECONDS``). Each shape estimates
-  numpy's time for a batch (``_numpy_seconds(query, n)``) from its measured cost per call
+  numpy's time for a batch (``numpy_seconds(query, n)``) from its measured cost per call
   and per ray,
 
 and on the numpy reference otherwise, so a small query never waits for a compile. Where the
@@ -17,35 +17,35 @@ kernels whatever they cost (failing clearly without numba); ``use(name)`` does t
 a ``with`` block in the calling thread (tests compare the two). ``backend()`` names the
 backend in charge: "numba" when the compiled kernels may answer, else "numpy".
 
-How a shape plugs in (core/kernels/sphere.py is a complete example):
+How a shape plugs in (core/sphere/ray_kernel.py is a complete example), through the shape
+protocol (core/protocol.py):
 
-* The shape class sets ``kernel_module = "<name>"``: the module ``core/kernels/<name>.py``,
-  imported by :func:`kernels` the first time a query on such a shape runs on the numba
-  backend, never at import of ``core``. Each kernel compiles on its first call, each query
-  on its own (float64, no fastmath).
-* ``shape._kernel_arguments()`` returns the shape's parameters as a tuple (floats, ints,
-  bools, float64 arrays) that the module's kernels take first; a shape whose sphere cast
-  needs more (the terrain's per-cell extremes) gives its cast kernel
-  ``shape._kernel_cast_arguments()``. Its element types must not depend on how the shape
-  was made (an int where a float was, a read-only array where a writable one was: each is
-  a new compile), e.g. every array a read-only view (kernels/heightfield.py's
-  ``_read_only``).
+* The shape class sets ``kernel_family = "<name>"``; ``KERNEL_MODULES`` names the module
+  under core/ holding that family's kernel of each query (``sphere.ray_kernel``: raycast
+  and occluded; ``sphere.cast_kernel``: sphere_cast), imported by :func:`kernels` the first
+  time such a query runs on the numba backend, never at import of ``core``. Each kernel
+  compiles on its first call, each query on its own (float64, no fastmath).
+* ``shape.kernel_arguments(query)`` returns the shape's parameters as a tuple (floats, ints,
+  bools, float64 arrays) that the kernel takes first (the terrain's sphere cast gets more:
+  its per-cell extremes). Its element types must not depend on how the shape was made (an
+  int where a float was, a read-only array where a writable one was: each is a new
+  compile), e.g. every array a read-only view (heightfield/ray_kernel.py's ``_read_only``).
 * The module defines a function per query it supports, a loop over the rays
   ``range(start, stop)`` that returns how many of them were bad (non-finite input or a zero
-  direction; core/rays.py then lets the numpy validation name the first one):
+  direction; core/queries.py then lets the numpy validation name the first one):
   ``raycast(arguments, placement, origins, directions, max_distance, out, start, stop)``,
   ``sphere_cast(arguments, placement, starts, ends, radius, out, start, stop)`` and
   ``occluded(arguments, placement, starts, ends, trim, out, start, stop)`` (``trim`` holds
-  core/occlusion.py's ON_SEGMENT_END, ``out`` the (N,) bool array; kernels/rays.py's
+  core/reference.py's ON_SEGMENT_END, ``out`` the (N,) bool array; kernel_common.py's
   segment_ray and segment_blocked repeat the numpy reference's segment arithmetic).
   Rays are (N, 3) float64 (2D rows come with z = 0); ``max_distance`` / ``radius`` hold one
-  value for all or one per ray; ``placement`` is None, or (kernels.rays.placement) a Placed
+  value for all or one per ray; ``placement`` is None, or (kernel_common.placement) a Placed
   wrapper's matrices, so the kernel moves each ray to local space and its hit back; ``out``
   is the tuple of (N, 3) / (N,) result arrays (hit, distance, point, normal[, cell]) for
   raycast (cell when the shape sets ``kernel_cells = True``) and (hit, distance, center,
-  point, normal) for sphere_cast. kernels/rays.py has the helpers: the loop goes over
+  point, normal) for sphere_cast. kernel_common.py has the helpers: the loop goes over
   blocks of ``BLOCK`` rays (read_rays, then per ray ray_in_block, to_local, the shape's
-  one-ray function, normal_to_world, keep_hit; then write_ray_hits), see sphere.py.
+  one-ray function, normal_to_world, keep_hit; then write_ray_hits), see sphere/ray_kernel.py.
 * :func:`kernel` runs a batch: in the calling thread below ``PARALLEL_MIN`` rays (small
   batches must not pay for threads), else split into one block per thread
   (``NUMBA_NUM_THREADS``, default: all cores), the kernels releasing the GIL. Threads of our
@@ -56,16 +56,16 @@ First use: compiling is most of it (targets: <= 2 s for the first query of a kin
 process, <= 0.3 s once the kernel is cached; bench/bench_first_use.py measures every kind).
 numba compiles a function again for every new combination of argument types, and its time
 goes mostly into its own Python passes (typing, lowering), growing with the code it sees
-(and a little faster than it: moving heightfield.py's _skip helper into the walk made the
+(and a little faster than it: moving heightfield/ray_kernel.py's _skip helper into the walk made the
 terrain's first use ~0.3 s slower). Every kernel follows these rules:
 
 * Entry points (the functions :func:`kernel` calls) are ``@njit(cache=True, nogil=True,
   error_model="numpy")`` and receive exactly what the drivers pass: rays and per-ray values
-  as float64, C-contiguous, writable arrays (core/rays.py's ``_kernel_array`` copies
-  anything else), ``out`` as fresh arrays, placement None or kernels.rays.placement's
+  as float64, C-contiguous, writable arrays (core/queries.py's ``_kernel_array`` copies
+  anything else), ``out`` as fresh arrays, placement None or kernel_common.placement's
   tuple. tests/core/test_kernel_signatures.py checks that every cached kernel compiled one
   signature per kind of placement, for inputs in every form a caller may use.
-* Everything else a kernel calls is a ``@helper`` (kernels/rays.py): no Python wrappers, not
+* Everything else a kernel calls is a ``@helper`` (kernel_common.py): no Python wrappers, not
   cached on its own, inlined by LLVM. Not ``inline="always"`` (numba re-processes the
   callee at every call site: the cylinder's raycast took 2.4 s instead of 1.6 s) and not
   ``@njit(cache=True)`` (wrappers and a cache entry each). A helper has no Python wrapper:
@@ -76,14 +76,15 @@ terrain's first use ~0.3 s slower). Every kernel follows these rules:
   on its own before inlining): a loop of a few lines goes into its caller, and a kernel
   writes ``rows.reshape(rows.size)`` and a select rather than calling a function or ``min()``.
 * A kernel holds only the code its case runs. A kernel serving several models is made per
-  model by a factory whose constants (bools) the function closes over (heightfield.py's
-  ``_make_trace``: TRIANGLES or BILINEAR, solid or surface, ray or segment): numba's
-  dead-branch pruning drops the other models' branches before typing, and numba caches each
-  closure under its constants. Python picks the kernel (heightfield.py's ``raycast``), and
-  glue between kernels stays in Python (the large terrain's gather, walk, scatter), so
-  that one query compiles only what it runs. Measured: terrain raycast 4.3 -> 3.6 s,
-  occluded 4.6 -> 3.2 s CPU; heightfield_cast.py's ``_make_cast_rows`` (solid or surface):
-  a cast on a surface 5.5 -> 4.9 s.
+  model by a factory whose constants (bools) the function closes over
+  (heightfield/ray_kernel.py's ``_make_trace``: TRIANGLES or BILINEAR, solid or surface, ray
+  or segment): numba's dead-branch pruning drops the other models' branches before typing, and
+  numba caches each closure under its constants. Python picks the kernel
+  (heightfield/ray_kernel.py's ``raycast``), and glue between kernels stays in Python (the
+  large terrain's gather, walk, scatter), so that one query compiles only what it runs.
+  Measured: terrain raycast 4.3 -> 3.6 s, occluded 4.6 -> 3.2 s CPU;
+  heightfield/cast_kernel.py's ``_make_cast_rows`` (solid or surface): a cast on a surface 5.5
+  -> 4.9 s.
 * A kernel calling a compiled function with a literal (``0``, ``False``) compiles it for
   that literal's own type: pass a variable computed at run time, or let Python choose.
 * numpy functions and Python builtins are compiled from numba's own implementations, per
@@ -91,11 +92,11 @@ terrain's first use ~0.3 s slower). Every kernel follows these rules:
   ``np.sort`` ~1 s (the raycast_all kernel merges its sorted sequences instead: 3.5 ->
   2.2 s), ``min``/``max``/``int`` 0.03-0.08 s per signature. Allocate few, alike arrays
   (the terrain walk keeps its group's state in one), write selects
-  (``b if b < a else a`` is ``min(a, b)``; heightfield.py's ``_clamp``) and ``np.int64``
+  (``b if b < a else a`` is ``min(a, b)``; kernel_common.py's ``clamp``) and ``np.int64``
   casts, and measure a new kernel with bench/bench_first_use.py.
 * Tried and dropped (first use, CPU): numba-level inlining of the walk's single-call helpers
   (``inline="always"``) +0.6 s; the walk's cells and blocks as a helper of their own, and
-  kernels.rays.to_local with the matrix products written out instead of calling
+  kernel_common.to_local with the matrix products written out instead of calling
   ``transform``: no change beyond the VM's noise.
 """
 
@@ -112,7 +113,10 @@ import sys
 import threading
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .protocol import Shape
 
 PARALLEL_MIN = 2048  # rays; below this one thread (handing blocks to threads costs ~50 us)
 
@@ -135,6 +139,21 @@ COMPILE_SECONDS = {
     ("heightfield_crossings", "records"): 3.2,
 }
 UNKNOWN_COMPILE_SECONDS = 8.0  # a kind missing above: the longest measured
+
+# The module (under core/) holding each family's kernel of each query: a shape names its
+# family (``kernel_family``), the query picks the module.
+KERNEL_MODULES = {
+    ("sphere", "raycast"): "sphere.ray_kernel",
+    ("sphere", "occluded"): "sphere.ray_kernel",
+    ("sphere", "sphere_cast"): "sphere.cast_kernel",
+    ("cylinder", "raycast"): "cylinder.ray_kernel",
+    ("cylinder", "occluded"): "cylinder.ray_kernel",
+    ("cylinder", "sphere_cast"): "cylinder.cast_kernel",
+    ("heightfield", "raycast"): "heightfield.ray_kernel",
+    ("heightfield", "occluded"): "heightfield.ray_kernel",
+    ("heightfield", "sphere_cast"): "heightfield.cast_kernel",
+    ("heightfield_crossings", "records"): "heightfield.crossings_kernel",
+}
 
 _CHOICES = ("numba", "numpy")
 _local = threading.local()  # per thread: use()'s override, notify_waits()'s callback
@@ -254,15 +273,15 @@ def cache_root() -> str | None:
 
 
 def _kernels_fingerprint() -> str:
-    """A hash of the kernels' sources. numba checks only a function's own file before it
-    reuses a cached kernel, not the helpers it inlines from kernels/rays.py: a cache folder
-    per version of all the sources keeps a stale kernel from being loaded."""
-    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels")
+    """A hash of the kernels' sources (every ``*_kernel.py`` and kernel_common.py). numba
+    checks only a function's own file before it reuses a cached kernel, not the helpers it
+    inlines from kernel_common.py or another kernel module: a cache folder per version of
+    all the sources keeps a stale kernel from being loaded."""
+    root = os.path.dirname(os.path.abspath(__file__))
     digest = hashlib.sha256()
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".py"):
-            with open(os.path.join(folder, name), "rb") as source:
-                digest.update(name.encode() + b"\0" + source.read())
+    for module in sorted(set(KERNEL_MODULES.values())) + ["kernel_common"]:
+        with open(os.path.join(root, *module.split(".")) + ".py", "rb") as source:
+            digest.update(module.encode() + b"\0" + source.read())
     return digest.hexdigest()[:16]
 
 
@@ -272,7 +291,7 @@ def _default_cache_root() -> str:
     root = os.environ.get("NUMBA_CACHE_DIR", "")
     if root:
         return root
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels")
+    here = os.path.dirname(os.path.abspath(__file__))
     if os.access(here, os.W_OK):
         return os.path.join(here, "__pycache__")
     from numba.misc.appdirs import AppDirs
@@ -294,7 +313,8 @@ def cache_dir() -> str:
 
 
 def kernels(name: str):
-    """The kernel module core/kernels/``name``.py, imported on first use (numba backend only)."""
+    """The kernel module ``name`` under core/ (a value of KERNEL_MODULES, e.g.
+    "sphere.ray_kernel"), imported on first use (numba backend only)."""
     module = _modules.get(name)
     if module is None:
         with _import_lock:  # the background loader and a query may import it together
@@ -306,7 +326,7 @@ def kernels(name: str):
                 previous = config.CACHE_DIR
                 config.CACHE_DIR = cache_dir()
                 try:
-                    module = importlib.import_module(f"{__package__}.kernels.{name}")
+                    module = importlib.import_module(f"{__package__}.{name}")
                 finally:
                     config.CACHE_DIR = previous
                 _modules[name] = module
@@ -318,15 +338,10 @@ def threads() -> int:
     return max(1, int(_numba_config().NUMBA_NUM_THREADS))
 
 
-def kind(shape, query: str) -> tuple:
-    """What one compiled kernel answers: the shape's kernel module, the query, the shape's
+def kind(shape: Shape, query: str) -> tuple:
+    """What one compiled kernel answers: the shape's kernel family, the query, the shape's
     model (``kernel_variant``) and whether rays are placed (a Placed wrapper's matrices)."""
-    return (
-        shape.kernel_module,
-        query,
-        getattr(shape, "kernel_variant", None),
-        hasattr(shape, "_kernel_placement"),
-    )
+    return (shape.kernel_family, query, shape.kernel_variant, shape.placed)
 
 
 def loaded(key: tuple) -> bool:
@@ -391,23 +406,21 @@ def first_run(key: tuple, function: Callable[..., Any], *arguments: Any) -> Any:
     return result
 
 
-def kernel(shape, query: str, n: int, numpy_seconds: Callable[[], float] | None = None):
+def kernel(shape: Shape, query: str, n: int, numpy_seconds: Callable[[], float] | None = None):
     """A function running the compiled ``query`` ("raycast", "sphere_cast", "occluded") of
     ``shape`` on a whole batch of ``n`` rays, ``run(arguments, placement, rays, rays,
     values, out) -> bad rows``; None when the numpy reference answers (the latency rule, or
     no such kernel). ``numpy_seconds`` overrides the shape's estimate of numpy's time."""
-    name = getattr(shape, "kernel_module", None)
-    if name is None:
+    family = shape.kernel_family
+    module = None if family is None else KERNEL_MODULES.get((family, query))
+    if module is None:
         return None
     key = kind(shape, query)
     if numpy_seconds is None:
-        estimate = getattr(shape, "_numpy_seconds", None)
-        numpy_seconds = (lambda: 0.0) if estimate is None else (lambda: estimate(query, n))
+        numpy_seconds = functools.partial(shape.numpy_seconds, query, n)
     if not compiled(key, numpy_seconds):
         return None
-    loop = getattr(kernels(name), query, None)
-    if loop is None:
-        return None
+    loop = getattr(kernels(module), query)
 
     def run(*arguments: Any) -> int:
         return first_run(key, _run_batch, loop, arguments)

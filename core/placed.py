@@ -10,6 +10,8 @@ shape only under a similarity (``L = k Q``, Q orthogonal); then radii and length
 takes the placement into its own parameters where that leaves a shape of its kind (a
 cylinder scaled along its axis and uniformly across; a terrain scaled along its own axes,
 under the rigid rest of the placement), and is cast against in world space.
+
+A Placed shape implements the shape protocol (protocol.py) by delegating to its shape.
 """
 
 from __future__ import annotations
@@ -18,26 +20,31 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .rays import CHUNK, component_kernel, unit_components
+from .protocol import Shape
+from .reference import unit_components
 from .vectors import linear_combination
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
-    from .rays import Shape
-
 
 class Placed:
     """``shape`` (in its local space) placed by the affine (D+1)x(D+1) ``matrix``."""
 
+    placed = True
+
     def __init__(self, shape: Shape, matrix: ArrayLike) -> None:
-        if not (hasattr(shape, "_intersect") or hasattr(shape, "_intersect_components")):
+        if not isinstance(shape, Shape):
             raise ValueError(f"shape must be a core shape, got {type(shape).__name__}")
         self.shape = shape
         self.dimension: int = shape.dimension
-        self.solid = getattr(shape, "solid", True)  # a surface stays a surface when placed
-        self.chunk_size = getattr(shape, "chunk_size", CHUNK)  # rays per call, as the shape likes
-        self.all_hits_chunk = getattr(shape, "all_hits_chunk", CHUNK)
+        self.solid: bool = shape.solid  # a surface stays a surface when placed
+        self.supports: frozenset[str] = shape.supports
+        self.chunk_size: int | None = shape.chunk_size  # rays per call, as the shape likes
+        self.all_hits_chunk: int | None = shape.all_hits_chunk
+        self.first_record_from_raycast: bool = shape.first_record_from_raycast
+        self.kernel_family: str | None = shape.kernel_family
+        self.kernel_cells: bool = shape.kernel_cells
         size = self.dimension + 1
         try:
             matrix = np.array(matrix, dtype=np.float64)
@@ -71,45 +78,27 @@ class Placed:
     def __repr__(self):
         return f"Placed({self.shape!r}, matrix={self.matrix.tolist()})"
 
-    # The compiled kernels (core/backend.py) take the innermost shape's arguments and one
+    # The compiled kernels (backend.py) take the innermost shape's arguments and one
     # placement: nested placements are multiplied into one matrix.
     @property
-    def kernel_module(self):
-        return getattr(self.shape, "kernel_module", None)
-
-    @property
-    def kernel_cells(self):
-        return getattr(self.shape, "kernel_cells", False)
-
-    @property
     def kernel_variant(self):
-        return getattr(self.shape, "kernel_variant", None)
+        return self.shape.kernel_variant
 
-    @property
-    def first_record_from_raycast(self):
-        return getattr(self.shape, "first_record_from_raycast", False)
-
-    def _numpy_seconds(self, query: str, n: int) -> float:
+    def numpy_seconds(self, query: str, n: int) -> float:
         """The inner shape's, with the moves to local space and back (~1.5x, measured)."""
-        return 1.5 * self.shape._numpy_seconds(query, n)
+        return 1.5 * self.shape.numpy_seconds(query, n)
 
-    def _kernel_arguments(self):
-        return self.shape._kernel_arguments()
+    def kernel_arguments(self, query: str):
+        return self.shape.kernel_arguments(query)
 
-    def _kernel_cast_arguments(self):
-        inner = getattr(self.shape, "_kernel_cast_arguments", None)
-        return self.shape._kernel_arguments() if inner is None else inner()
-
-    def _kernel_placement(self):
+    def kernel_placement(self):
         if self._placement is None:
-            from .kernels.rays import placement
-
             inner = self.shape
             if isinstance(inner, Placed):
-                self._placement = Placed(
-                    inner.shape, self.matrix @ inner.matrix
-                )._kernel_placement()
+                self._placement = Placed(inner.shape, self.matrix @ inner.matrix).kernel_placement()
             else:
+                from .kernel_common import placement  # numba: imported on the compiled path
+
                 self._placement = placement(self)
         return self._placement
 
@@ -131,42 +120,31 @@ class Placed:
         )
         return world
 
-    def _intersect_components(self, origin, direction, max_distance):
+    def intersect(self, origin, direction, max_distance):
         local_origin, local_unit, stretch = self._local_rays(origin, direction)
-        found = component_kernel(self.shape)(local_origin, local_unit, max_distance * stretch)
+        found = self.shape.intersect(local_origin, local_unit, max_distance * stretch)
         return (found[0] / stretch, self._world_normals(found[1])) + tuple(found[2:])
 
-    def _check_all_hits(self):
-        inner_check = getattr(self.shape, "_check_all_hits", None)
-        if inner_check is not None:
-            inner_check()
-
-    def _all_hits_components(self, origin, direction, max_distance):
+    def crossings(self, origin, direction, max_distance):
         """raycast_all's records of the shape in local space, brought back to the world
         as the ray query's hits are."""
         local_origin, local_unit, stretch = self._local_rays(origin, direction)
-        records = self.shape._all_hits_components
-        ray, distance, normal = records(local_origin, local_unit, max_distance * stretch)
+        ray, distance, normal = self.shape.crossings(
+            local_origin, local_unit, max_distance * stretch
+        )
         if len(ray):
             normal = self._world_normals(normal)
         return ray, distance / stretch[ray], normal
 
-    def _check_sphere_cast(self):
-        if not hasattr(self.shape, "_sphere_cast_components"):
-            raise ValueError(
-                f"sphere_cast supports Sphere, Cylinder and Heightfield targets (optionally "
-                f"Placed); got Placed {type(self.shape).__name__}"
-            )
-        inner_check = getattr(self.shape, "_check_sphere_cast", None)
-        if inner_check is not None:
-            inner_check()
-        if self._folded() is None and self.uniform_scale is None:
+    def check(self, query: str) -> None:
+        self.shape.check(query)
+        if query == "sphere_cast" and self._folded() is None and self.uniform_scale is None:
             raise ValueError(
                 "sphere_cast needs a placement without non-uniform scale "
                 "(a swept sphere does not stay a sphere under it)"
             )
 
-    def _sphere_cast_target(self):
+    def cast_target(self):
         """What a sphere cast runs against: the folded shape where the placement folds,
         else this placement (rigid or uniformly scaled)."""
         folded = self._folded()
@@ -174,20 +152,17 @@ class Placed:
 
     def _folded(self):
         """The shape with this placement folded into its parameters, for a shape that can
-        take it (``_fold``: a cylinder scaled along its axis and uniformly across stays a
+        take it (``fold``: a cylinder scaled along its axis and uniformly across stays a
         cylinder; a terrain scaled along its local axes stays a terrain, under the rigid
         rest of the placement), else None. The shape's ValueError says why a placement does
         not fold."""
-        fold = getattr(self.shape, "_fold", None)
-        if fold is None:
-            return None
         if not hasattr(self, "_folded_shape"):
-            self._folded_shape = fold(self.linear, self.translation)
+            self._folded_shape = self.shape.fold(self.linear, self.translation)
         return self._folded_shape
 
-    def _fold(self, linear, translation):
+    def fold(self, linear, translation):
         """This placed shape placed again by ``x -> linear x + translation``: the product of
-        the two placements folded into the inner shape (None where it has no ``_fold``), so
+        the two placements folded into the inner shape (None where it does not fold), so
         a nested placement folds as one (the compiled kernels see one placement)."""
         size = self.dimension + 1
         matrix = np.eye(size)
@@ -195,16 +170,16 @@ class Placed:
         matrix[:-1, -1] = linear @ self.translation + translation
         return Placed(self.shape, matrix)._folded()
 
-    def _sphere_cast_components(self, start, direction, radius, length):
+    def sweep(self, start, direction, radius, length):
         folded = self._folded()
         if folded is not None:  # already in world space
-            return folded._sphere_cast_components(start, direction, radius, length)
+            return folded.sweep(start, direction, radius, length)
         k = self.uniform_scale  # L = k Q: lengths shrink by k into local space
         relative = [s - t for s, t in zip(start, self.translation)]
         local_start = [linear_combination(row, relative) for row in self.inverse_linear]
         local_direction = [k * linear_combination(row, direction) for row in self.inverse_linear]
-        # Only for a shape that has it: sphere_cast calls _check_sphere_cast first.
-        distance, point, normal = self.shape._sphere_cast_components(
+        # Only for a shape that has it: sphere_cast calls check("sphere_cast") first.
+        distance, point, normal = self.shape.sweep(
             local_start, local_direction, radius / k, length / k
         )
         world_point = [

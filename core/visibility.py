@@ -156,7 +156,6 @@ def window_terrain(heights, origin, spacing, window, like) -> Heightfield:
         origin=(origin[0] + i0 * spacing[0], origin[1] + j0 * spacing[1]),
         surface=like.surface,
         diagonals=diagonals,
-        method=like.method,
         solid=like.solid,
     )
 
@@ -165,7 +164,7 @@ def window_visibility(heights, origin, spacing, window, observer, options, like,
     """(j1 - j0, i1 - i0) bool: the viewshed of ``observer`` on the window's vertices.
 
     heights: the window's heights (the whole grid's [j0:j1, i0:i1]); ``like``: the
-    Heightfield whose model (surface, solid, method, diagonals) the window takes;
+    Heightfield whose model (surface, solid, diagonals) the window takes;
     ``whole``: that terrain itself when the window is the whole grid (the same floats as a
     window built anew, its kernel data kept between observers)."""
     from . import occluded

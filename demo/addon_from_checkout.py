@@ -43,7 +43,7 @@ def _link_dir():
     """The folder holding the link ``geometry_queries`` -> this checkout: one per checkout,
     ``build/addon-from-checkout`` (ignored by git), the same for every process and every
     run. numba files its cache of compiled kernels by the path of their source files
-    (core/kernels/__pycache__ when run from a checkout), so a stable path is what lets the
+    (core/__pycache__ when run from a checkout), so a stable path is what lets the
     demo, the scripts, the tests and the benchmarks load the kernels compiled by an earlier
     run instead of compiling and filing them again under a new path."""
     os.makedirs(LINK_DIR, exist_ok=True)

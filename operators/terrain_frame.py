@@ -73,7 +73,6 @@ def terrain_frame(recognized) -> TerrainFrame:
         origin=(field.origin[0] * sx, field.origin[1] * sy),
         surface=field.surface,
         diagonals=field.diagonals,
-        method=field.method,
         solid=field.solid,
     )
     return TerrainFrame(terrain, rotation, matrix[:3, 3].copy())

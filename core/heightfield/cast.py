@@ -55,7 +55,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .grid import BLOCK
+from . import ray
+from .grid import BLOCK, slab
 from .surfaces import surface_at
 
 STRETCH = 8.0  # cells of horizontal travel (Chebyshev, grid units) per stretch
@@ -87,8 +88,8 @@ def sphere_cast_terrain(terrain, start, direction, radius, length):
     # 2. R = 0: the ray clipped to the segment.
     rays = np.flatnonzero(moving & (cast.R == 0.0))
     if rays.size:
-        found = terrain._cast(
-            [x[rays] for x in cast.s], [x[rays] for x in cast.u], cast.length[rays]
+        found = ray.intersect(
+            terrain, [x[rays] for x in cast.s], [x[rays] for x in cast.u], cast.length[rays]
         )
         hit = found[0] <= cast.length[rays]
         hit_rows = rays[hit]
@@ -174,10 +175,10 @@ class _Geometry:
         R = cast.R[rows]
         x1 = self.x0 + (self.nx - 1) * self.dx
         y1 = self.y0 + (self.ny - 1) * self.dy
-        ex, lx = _slab(cast.s[0][rows], cast.u[0][rows], self.x0 - R, x1 + R)
-        ey, ly = _slab(cast.s[1][rows], cast.u[1][rows], self.y0 - R, y1 + R)
+        ex, lx = slab(cast.s[0][rows], cast.u[0][rows], self.x0 - R, x1 + R)
+        ey, ly = slab(cast.s[1][rows], cast.u[1][rows], self.y0 - R, y1 + R)
         bottom = np.full(R.shape, -np.inf) if self.solid else self.zmin - R
-        ez, lz = _slab(cast.s[2][rows], cast.u[2][rows], bottom, self.zmax + R)
+        ez, lz = slab(cast.s[2][rows], cast.u[2][rows], bottom, self.zmax + R)
         t0 = np.maximum(np.maximum(ex, ey), np.maximum(ez, 0.0))
         t1 = np.minimum(np.minimum(lx, ly), np.minimum(lz, cast.length[rows]))
         return t0, t1
@@ -187,18 +188,6 @@ class _Geometry:
         first = np.floor((low - origin) / spacing - MARGIN)
         last = np.floor((high - origin) / spacing + MARGIN)
         return np.clip(first, 0, cells - 1), np.clip(last, 0, cells - 1)
-
-
-def _slab(p, d, low, high):
-    """Interval of t where p + t d lies in [low, high] (all t or none when d == 0)."""
-    inverse = 1.0 / d
-    ta = (low - p) * inverse
-    tb = (high - p) * inverse
-    parallel = d == 0.0
-    inside = (p >= low) & (p <= high)
-    enter = np.where(parallel, np.where(inside, -np.inf, np.inf), np.minimum(ta, tb))
-    leave = np.where(parallel, np.where(inside, np.inf, -np.inf), np.maximum(ta, tb))
-    return enter, leave
 
 
 def _expand(counts):
@@ -229,9 +218,9 @@ def _box_entry(g, cast, rows, xa, xb, ya, yb, bottom, top, ta, tb):
     No contact with those pieces outside it."""
     R = cast.R[rows]
     s, u = [x[rows] for x in cast.s], [x[rows] for x in cast.u]
-    ex, lx = _slab(s[0], u[0], xa - R, xb + R)
-    ey, ly = _slab(s[1], u[1], ya - R, yb + R)
-    ez, lz = _slab(s[2], u[2], bottom - R, top + R)
+    ex, lx = slab(s[0], u[0], xa - R, xb + R)
+    ey, ly = slab(s[1], u[1], ya - R, yb + R)
+    ez, lz = slab(s[2], u[2], bottom - R, top + R)
     enter = np.maximum(np.maximum(ex, ey), np.maximum(ez, ta))
     leave = np.minimum(np.minimum(lx, ly), np.minimum(lz, tb))
     bounded = bottom > -np.inf

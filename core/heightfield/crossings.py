@@ -39,28 +39,84 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend import compiled, first_run, kernels
+from .grid import slab
 from .surfaces import surface_at
-from .walk import TINY
+from .walk import TINY, Rays
 
 # Breakpoints per batch: rays are taken in groups whose breakpoints stay below this (a
 # ray over a 1024 x 1024 terrain may cross ~4000 lines).
 MAX_BREAKPOINTS = 1 << 20
 
+# raycast_all's compiled records (crossings_kernel.py), one kind for every model.
+CROSSINGS_KERNEL = ("heightfield_crossings", "records", None, False)
+
+
+def records(field, origin, direction, max_distance):
+    """raycast_all's records (ray rows, distances, normals) for component lists with unit
+    directions: every crossing of the surface, compiled where the latency rule says so."""
+    (x0, y0), (dx, dy) = field.origin, field.spacing
+    rays = Rays(origin, direction, x0, y0, dx, dy)
+    limit = np.broadcast_to(max_distance, rays.U0.shape)
+    if field.surface == "TRIANGLES" and compiled(  # BILINEAR: numpy only
+        CROSSINGS_KERNEL, lambda: field.numpy_seconds("records", limit.size)
+    ):
+        return _compiled_crossings(field, rays, direction, limit)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return crossings(field, rays, direction, limit)
+
+
+def _compiled_crossings(field, rays, direction, limit):
+    """crossings() on the numba backend (crossings_kernel.py, the same
+    records bit for bit): a pass counting each ray's records, then one writing them."""
+    ny, nx = field.heights.shape
+    anti = field._anti
+    terrain = (
+        field._above.flat,
+        field._above.tol,
+        np.zeros(1) if anti is None else anti,
+        anti is not None,
+        nx,
+        ny,
+        float(field.spacing[0]),
+        float(field.spacing[1]),
+        field.zmin,
+        field.zmax,
+        2.0 * float(field._above.tol.max()),
+        float(field._edge_slack[0]),
+        float(field._edge_slack[1]),
+        field.solid,
+    )
+    # Fresh writable copies, whether broadcast or not: one type for the kernel, which
+    # compiles once (backend.py).
+    arrays = tuple(
+        np.array(np.broadcast_to(a, rays.U0.shape), dtype=np.float64)
+        for a in (rays.U0, rays.V0, rays.oz, rays.du, rays.dv, rays.dz, *direction, limit)
+    )
+    ray_arrays, limit = arrays[:9], arrays[9]
+    records = kernels("heightfield.crossings_kernel").records
+    empty = (np.empty(0, dtype=np.int64), *(np.empty(0) for _ in range(4)))
+    counts = first_run(CROSSINGS_KERNEL, records, terrain, ray_arrays, limit, empty, False)
+    total = int(counts.sum())
+    out = (np.empty(total, dtype=np.int64), *(np.empty(total) for _ in range(4)))
+    records(terrain, ray_arrays, limit, out, True)
+    return out[0], out[1], list(out[2:])
+
 
 def crossings(field, rays, direction, limit):
-    """raycast_all records of ``field`` (a Heightfield, method EXACT) for ``rays``
+    """raycast_all records of ``field`` (a Heightfield) for ``rays``
     (walk.Rays; ``direction`` their unit directions in world components) up to ``limit``:
     (ray rows, distances, normals as 3 arrays)."""
     ny, nx = field.heights.shape
-    ex, lx = _slab(rays.U0, rays.du, 0.0, nx - 1.0, field._edge_slack[0])
-    ey, ly = _slab(rays.V0, rays.dv, 0.0, ny - 1.0, field._edge_slack[1])
+    ex, lx = slab(rays.U0, rays.du, 0.0, nx - 1.0, field._edge_slack[0])
+    ey, ly = slab(rays.V0, rays.dv, 0.0, ny - 1.0, field._edge_slack[1])
     enter, leave = np.maximum(ex, ey), np.minimum(lx, ly)
     first = np.maximum(enter, 0.0)  # the first and last point over the footprint
     last = np.minimum(leave, limit)
     active = first <= last
     # The stretch where z is within the heights' range (widened by the tolerances).
     margin = 2.0 * float(field._above.tol.max())
-    ez, lz = _slab(rays.oz, rays.dz, field.zmin - margin, field.zmax + margin)
+    ez, lz = slab(rays.oz, rays.dz, field.zmin - margin, field.zmax + margin)
     lo, hi = np.maximum(first, ez), np.minimum(last, lz)
     inner = active & (lo <= hi)
     families = [(rays.U0, rays.du), (rays.V0, rays.dv)]
@@ -352,10 +408,3 @@ def _wall_normal(rays, ray, t_x, t, sign):
         np.where(x_side, 0.0, sign * np.sign(rays.dv[ray])),
         np.zeros(len(ray)),
     ]
-
-
-def _slab(p0, dp, lo, hi, slack=0.0):
-    """Interval of t where p0 + t dp lies in [lo, hi] (shape._slab)."""
-    from .shape import _slab as slab
-
-    return slab(p0, dp, lo, hi, slack)

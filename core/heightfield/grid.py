@@ -205,3 +205,17 @@ class Terrain:
                 level = _pool_max(level)
             self._hierarchy = (block_max.ravel(), reach, inner_reach)
         return self._hierarchy
+
+
+def slab(p, d, low, high, slack=0.0):
+    """The interval [enter, leave] of t where p + t d lies in [low, high]; where d == 0 all
+    t when p is within ``slack`` of [low, high], else none (enter > leave). The kernels'
+    kernel_common.slab, operand for operand."""
+    inverse = 1.0 / d  # as in walk._State.exits, so both find the same boundary distances
+    ta = (low - p) * inverse
+    tb = (high - p) * inverse
+    inside = (p >= low - slack) & (p <= high + slack)
+    parallel = d == 0
+    enter = np.where(parallel, np.where(inside, -np.inf, np.inf), np.minimum(ta, tb))
+    leave = np.where(parallel, np.where(inside, np.inf, -np.inf), np.maximum(ta, tb))
+    return enter, leave

@@ -1,4 +1,6 @@
-"""The Heightfield shape: its parameters, the two terrain models, the clip and the cast.
+"""The Heightfield shape: its parameters and the two terrain models; the queries' math is
+in ray.py (with walk.py, surfaces.py, grid.py), cast.py and crossings.py (numpy) beside
+ray_kernel.py, cast_kernel.py and crossings_kernel.py (compiled).
 
 Two models. ``solid=True``: the solid is everything at or below the surface inside the
 footprint ``[0, nx-1] x [0, ny-1]``, down to -inf; a ray's hit is its first point in it (an
@@ -15,11 +17,6 @@ Footprint edges. A ray exactly parallel to a grid axis is inside the footprint's
 on that axis when its (rounded) grid coordinate is within ``2^-50 (|x0| / dx + |x1| / dx +
 nx)`` of ``[0, nx-1]`` (x1 the last grid line): a vertical ray aimed at the last grid line
 ``x0 + (nx-1) dx``, computed in float64, may land a few ulps outside.
-
-The clip: a ray's interval in the footprint box between the heights (the solid: under the
-top, down to where a descending ray is below every height and so inside); the walk
-(walk.py) or the march (march.py) finds the first hit in it, the cell tests in
-surfaces.py decide each cell, and grid.py holds the heights, tolerances and hierarchy.
 """
 
 from __future__ import annotations
@@ -31,21 +28,14 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
-from ..backend import compiled, first_run, kernels
-from ..shapes import as_choice, as_pair
+from ..backend import kernels
+from ..validate import as_choice, as_pair
+from . import crossings, ray
 from .cast import sphere_cast_terrain
-from .crossings import crossings
 from .grid import BLOCK, Terrain, _block_reduce, as_diagonals, as_heights, tolerances
-from .march import march
 from .surfaces import surface_at, test_bilinear, test_triangles
-from .walk import Rays, Result, walk
 
 SURFACES = ("TRIANGLES", "BILINEAR")
-METHODS = ("EXACT", "MARCH")
-
-
-# raycast_all's compiled records (kernels/heightfield_crossings.py), one kind for every model.
-CROSSINGS_KERNEL = ("heightfield_crossings", "records", None, False)
 
 
 class Heightfield:
@@ -58,14 +48,21 @@ class Heightfield:
     "BILINEAR" (the bilinear patch through the cell's corners).
     diagonals: optional bool (ny-1, nx-1) for TRIANGLES: False splits a cell along
     (i, j)-(i+1, j+1), True along (i+1, j)-(i, j+1) (default: all False).
-    method: "EXACT" (the cell walk; never misses) or "MARCH" (seed 004, for comparison;
-    solid only).
     solid: True (the solid column under the surface in the footprint, down to -inf) or
     False (the surface as drawn: hit from either side, no walls, normal facing the ray).
     Hits report the cell (i, j) they lie in (RayHits.cell).
     """
 
     dimension = 3
+    supports = frozenset(("raycast", "occluded", "sphere_cast", "raycast_all"))
+    placed = False
+    kernel_family = "heightfield"  # backend.py's KERNEL_MODULES
+    kernel_cells = True  # its results carry the cell of each hit
+    # raycast_all's first record is raycast's hit itself (queries.py): on a tie (a vertex,
+    # an edge, a split line, a graze within the tolerance) the walk's choice depends on
+    # where its hierarchy skips start a cell's stretch, which the crossings' breakpoints
+    # cannot reproduce bit for bit.
+    first_record_from_raycast = True
     all_hits_chunk = 4096  # rays per raycast_all call (crossings.py groups them further)
     # Rays per kernel call: the walk loops over steps (with all active rays vectorized), so
     # larger chunks amortize the per-call numpy overhead and the last few steps of few rays
@@ -79,24 +76,17 @@ class Heightfield:
         origin: ArrayLike = (0.0, 0.0),
         surface: str = "TRIANGLES",
         diagonals: ArrayLike | None = None,
-        method: str = "EXACT",
         solid: bool = True,
     ) -> None:
         self.heights = as_heights(heights)
         self.spacing = as_pair("spacing", spacing, positive=True)
         self.origin = as_pair("origin", origin, positive=False)
         self.surface = as_choice("surface", surface, SURFACES)
-        self.method = as_choice("method", method, METHODS)
         ny, nx = self.heights.shape
         self.diagonals = as_diagonals(diagonals, (ny - 1, nx - 1))
         if not isinstance(solid, (bool, np.bool_)):
             raise ValueError(f"solid must be True or False, got {solid!r}")
         self.solid = bool(solid)
-        if self.method == "MARCH" and not self.solid:
-            raise ValueError(
-                "method MARCH needs solid=True: its search stops at the first sample below "
-                "the surface, which has no meaning for a surface hit from below; use EXACT"
-            )
         self.zmin = float(self.heights.min())
         self.zmax = float(self.heights.max())
         self._anti = (
@@ -119,20 +109,12 @@ class Heightfield:
             for x0, d, n in zip(self.origin, self.spacing, (nx, ny))
         )
 
-    # The compiled kernel (core/backend.py, core/kernels/heightfield.py) answers EXACT
-    # rays on the numba backend; MARCH stays numpy only.
-    kernel_cells = True  # its results carry the cell of each hit
-
-    @property
-    def kernel_module(self):
-        return "heightfield" if self.method == "EXACT" else None
-
     @property
     def kernel_variant(self):
-        return (self.surface, self.solid)  # a kernel per model (core/backend.py's kind())
+        return (self.surface, self.solid)  # a kernel per model (backend.py's kind())
 
-    def _numpy_seconds(self, query: str, n: int) -> float:
-        """The numpy reference's time for ``n`` rays (core/backend.py's latency rule), as
+    def numpy_seconds(self, query: str, n: int) -> float:
+        """The numpy reference's time for ``n`` rays (backend.py's latency rule), as
         measured: a ray or a line of sight ~15 ms a call and 2-4 us a ray (the walk's steps
         are vectorized over the rays), twice that on bilinear patches; a sphere cast and
         raycast_all's records grow with the cells a ray may cross (up to 2.5 us and 0.4 us
@@ -145,25 +127,46 @@ class Heightfield:
         bilinear = self.surface == "BILINEAR"
         return (1.5e-2 + 4e-6 * n) * (2.0 if bilinear else 1.0)
 
-    def _kernel_cast_arguments(self):
-        """The compiled sphere cast's arguments (kernels/heightfield_cast.py): the ray
-        kernel's and the cast's extremes, views of arrays held already."""
+    def kernel_arguments(self, query: str):
+        """The compiled kernels' arguments, built on first use: the ray kernel's
+        (ray_kernel.arguments); a sphere cast's (cast_kernel.cast_arguments) add the cast's
+        extremes, views of arrays held already."""
+        if self._kernel_data is None:
+            self._kernel_data = kernels("heightfield.ray_kernel").arguments(self)
+        if query != "sphere_cast":
+            return self._kernel_data
         if self._kernel_cast_data is None:
-            self._kernel_cast_data = kernels("heightfield_cast").cast_arguments(self)
+            self._kernel_cast_data = kernels("heightfield.cast_kernel").cast_arguments(self)
         return self._kernel_cast_data
 
-    def _kernel_arguments(self):
-        if self._kernel_data is None:
-            from ..backend import kernels
+    def kernel_placement(self):
+        return None
 
-            self._kernel_data = kernels("heightfield").arguments(self)
-        return self._kernel_data
+    def check(self, query: str) -> None:
+        """ValueError where this terrain cannot answer ``query``."""
+        if query == "sphere_cast" and self.surface != "TRIANGLES":
+            raise ValueError(
+                "sphere casts support TRIANGLES terrains: the offset of a bilinear patch has "
+                "no closed form (use surface='TRIANGLES')"
+            )
+
+    def intersect(self, origin, direction, max_distance):
+        return ray.intersect(self, origin, direction, max_distance)
+
+    def crossings(self, origin, direction, max_distance):
+        return crossings.records(self, origin, direction, max_distance)
+
+    def cast_target(self):
+        return self
+
+    def sweep(self, start, direction, radius, length):
+        return sphere_cast_terrain(self, start, direction, radius, length)
 
     def __repr__(self):
         ny, nx = self.heights.shape
         return (
             f"Heightfield({ny}x{nx} heights, spacing={self.spacing}, origin={self.origin}, "
-            f"surface={self.surface!r}, method={self.method!r}, solid={self.solid})"
+            f"surface={self.surface!r}, solid={self.solid})"
         )
 
     # -- hierarchy -------------------------------------------------------------------------
@@ -214,65 +217,7 @@ class Heightfield:
         length = np.sqrt(nx_ * nx_ + ny_ * ny_ + 1.0)
         return [nx_ / length, ny_ / length, 1.0 / length]
 
-    # -- the ray query ---------------------------------------------------------------------
-
-    def _intersect(self, origins, directions, max_distance):
-        found = self._intersect_components(list(origins.T), list(directions.T), max_distance)
-        return (found[0], np.stack(found[1], axis=1)) + tuple(found[2:])
-
-    def _intersect_components(self, origin, direction, max_distance):
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            return self._cast(origin, direction, max_distance)
-
-    def _cast(self, origin, direction, max_distance):
-        (x0, y0), (dx, dy) = self.origin, self.spacing
-        rays = Rays(origin, direction, x0, y0, dx, dy)
-        n = rays.U0.shape[0]
-        max_distance = np.broadcast_to(max_distance, (n,))
-        result = Result(n)
-        if not self.solid:
-            self._cast_surface(rays, max_distance, result)
-            normal = self._normal(result.grad_u, result.grad_v)
-            # The up-facing normal, turned to face the ray (n.d <= 0).
-            facing = np.where(_dot(normal, direction) > 0.0, -1.0, 1.0)
-            normal = [x * facing for x in normal]
-            return result.distance, normal, np.stack([result.i, result.j], axis=1)
-        t0, t1, face = self._clip(rays, max_distance)
-        todo = np.flatnonzero(t0 <= t1)
-        if todo.size:
-            if self.method == "EXACT":
-                walk(self._above, self._test, rays, todo, t0, t1, result)
-            else:
-                march(self._above, self.surface, self.spacing, rays, todo, t0, t1, result)
-        normal = self._normal(result.grad_u, result.grad_v)
-        # First point in the solid on a side wall: horizontal outward normal.
-        wall = (result.distance == t0) & ((face == 1) | (face == 2))
-        if wall.any():
-            sx = np.where(face == 1, -np.sign(rays.du), 0.0)
-            sy = np.where(face == 2, -np.sign(rays.dv), 0.0)
-            normal = [
-                np.where(wall, sx, normal[0]),
-                np.where(wall, sy, normal[1]),
-                np.where(wall, 0.0, normal[2]),
-            ]
-        cell = np.stack([result.i, result.j], axis=1)
-        return result.distance, normal, cell
-
     # -- sphere casts (cast.py) -------------------------------------------------------------
-
-    def _check_sphere_cast(self):
-        if self.surface != "TRIANGLES":
-            raise ValueError(
-                "sphere casts support TRIANGLES terrains: the offset of a bilinear patch has "
-                "no closed form (use surface='TRIANGLES')"
-            )
-        if self.method != "EXACT":
-            raise ValueError(
-                "sphere casts need method EXACT: MARCH samples the path, so it can miss a contact"
-            )
-
-    def _sphere_cast_components(self, start, direction, radius, length):
-        return sphere_cast_terrain(self, start, direction, radius, length)
 
     def _cast_data(self):
         """Per cell (flat, row-major over the (ny-1, nx-1) cells) and per block of BLOCK x
@@ -298,7 +243,7 @@ class Heightfield:
             }
         return self._cast_arrays
 
-    def _fold(self, linear, translation):
+    def fold(self, linear, translation):
         """This terrain placed by ``x -> linear x + translation`` as a terrain of its own kind
         (a per-axis scale of its local axes folded into spacing, origin and heights; a
         mirror folded into a flip of the grid's x axis, so the solid stays below) under
@@ -351,7 +296,6 @@ class Heightfield:
             origin=(x0, y0),
             surface=self.surface,
             diagonals=diagonals,
-            method=self.method,
             solid=self.solid,
         )
         if np.array_equal(rotation, np.eye(3)):
@@ -361,7 +305,6 @@ class Heightfield:
                 origin=(x0 + translation[0], y0 + translation[1]),
                 surface=self.surface,
                 diagonals=diagonals,
-                method=self.method,
                 solid=self.solid,
             )
         matrix = np.eye(4)
@@ -370,134 +313,3 @@ class Heightfield:
         placed = Placed(folded, matrix)
         placed._folded_shape = None  # rigid: cast in its local space, nothing more to fold
         return placed
-
-    # raycast_all's first record is raycast's hit itself (all_hits._first_from_raycast): on a
-    # tie (a vertex, an edge, a split line, a graze within the tolerance) the walk's choice
-    # depends on where its hierarchy skips start a cell's stretch, which the crossings'
-    # breakpoints cannot reproduce bit for bit.
-    first_record_from_raycast = True
-
-    def _check_all_hits(self):
-        if self.method != "EXACT":
-            raise ValueError("raycast_all needs method EXACT (MARCH may miss crossings)")
-
-    def _all_hits_components(self, origin, direction, max_distance):
-        """raycast_all's records: every crossing of the surface (crossings.py)."""
-        (x0, y0), (dx, dy) = self.origin, self.spacing
-        rays = Rays(origin, direction, x0, y0, dx, dy)
-        limit = np.broadcast_to(max_distance, rays.U0.shape)
-        if self.surface == "TRIANGLES" and compiled(  # BILINEAR: numpy only
-            CROSSINGS_KERNEL, lambda: self._numpy_seconds("records", limit.size)
-        ):
-            return self._compiled_crossings(rays, direction, limit)
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            return crossings(self, rays, direction, limit)
-
-    def _compiled_crossings(self, rays, direction, limit):
-        """crossings() on the numba backend (kernels/heightfield_crossings.py, the same
-        records bit for bit): a pass counting each ray's records, then one writing them."""
-        ny, nx = self.heights.shape
-        anti = self._anti
-        terrain = (
-            self._above.flat,
-            self._above.tol,
-            np.zeros(1) if anti is None else anti,
-            anti is not None,
-            nx,
-            ny,
-            float(self.spacing[0]),
-            float(self.spacing[1]),
-            self.zmin,
-            self.zmax,
-            2.0 * float(self._above.tol.max()),
-            float(self._edge_slack[0]),
-            float(self._edge_slack[1]),
-            self.solid,
-        )
-        # Fresh writable copies, whether broadcast or not: one type for the kernel, which
-        # compiles once (core/backend.py).
-        arrays = tuple(
-            np.array(np.broadcast_to(a, rays.U0.shape), dtype=np.float64)
-            for a in (rays.U0, rays.V0, rays.oz, rays.du, rays.dv, rays.dz, *direction, limit)
-        )
-        ray_arrays, limit = arrays[:9], arrays[9]
-        records = kernels("heightfield_crossings").records
-        empty = (np.empty(0, dtype=np.int64), *(np.empty(0) for _ in range(4)))
-        counts = first_run(CROSSINGS_KERNEL, records, terrain, ray_arrays, limit, empty, False)
-        total = int(counts.sum())
-        out = (np.empty(total, dtype=np.int64), *(np.empty(total) for _ in range(4)))
-        records(terrain, ray_arrays, limit, out, True)
-        return out[0], out[1], list(out[2:])
-
-    def _clip(self, rays, max_distance):
-        """The ray's interval [t0, t1] in the footprint box under the top (the largest
-        cell top), and the box face it enters by (0: origin inside, 1: x wall, 2: y wall,
-        3: top)."""
-        ny, nx = self.heights.shape
-        ex, lx = _slab(rays.U0, rays.du, 0.0, nx - 1.0, self._edge_slack[0])
-        ey, ly = _slab(rays.V0, rays.dv, 0.0, ny - 1.0, self._edge_slack[1])
-        top = self._above.top
-        to_top = (top - rays.oz) / rays.dz
-        below = rays.oz <= top
-        ez = np.where(rays.dz < 0, to_top, np.where(below, -np.inf, np.inf))
-        lz = np.where(rays.dz > 0, to_top, np.where(below | (rays.dz < 0), np.inf, -np.inf))
-        t0 = np.maximum(np.maximum(ex, ey), np.maximum(ez, 0.0))
-        t1 = np.minimum(np.minimum(lx, ly), np.minimum(lz, max_distance))
-        # A descending ray in the footprint is in the solid once below the min height, so
-        # the search ends there (this keeps t1 finite for vertical rays too).
-        to_bottom = np.where(rays.dz < 0, (self.zmin - rays.oz) / rays.dz, np.inf)
-        t1 = np.minimum(t1, np.maximum(to_bottom, t0))
-        face = np.where(t0 == 0.0, 0, np.where(t0 == ex, 1, np.where(t0 == ey, 2, 3)))
-        return t0, t1, face
-
-    def _cast_surface(self, rays, max_distance, result):
-        """The surface alone: rays above it walk the terrain, rays below it walk the mirror
-        image (z and the heights negated) exactly as rays above; gradients come back
-        negated."""
-        ny, nx = self.heights.shape
-        above, mirror = self._above, self._mirror
-        ex, lx = _slab(rays.U0, rays.du, 0.0, nx - 1.0, self._edge_slack[0])
-        ey, ly = _slab(rays.V0, rays.dv, 0.0, ny - 1.0, self._edge_slack[1])
-        ez, lz = _slab(rays.oz, rays.dz, -mirror.top, above.top)
-        t0 = np.maximum(np.maximum(ex, ey), np.maximum(ez, 0.0))
-        t1 = np.minimum(np.minimum(lx, ly), np.minimum(lz, max_distance))
-        todo = t0 <= t1
-        # The side a ray starts on: entering the height range through its top or bottom,
-        # above or below; else the sign of z - h where it enters (|z - h| <= tol is a hit
-        # at t0 from either side).
-        below = rays.dz > 0
-        level = np.flatnonzero(todo & ~((t0 == ez) & (ez > 0)))
-        if level.size:
-            t = t0.take(level)
-            h = surface_at(
-                self._above,
-                self.surface,
-                rays.U0.take(level) + t * rays.du.take(level),
-                rays.V0.take(level) + t * rays.dv.take(level),
-            )[0]
-            below[level] = rays.oz.take(level) + t * rays.dz.take(level) < h
-        from_above = np.flatnonzero(todo & ~below)
-        from_below = np.flatnonzero(todo & below)
-        if from_above.size:
-            walk(above, self._test, rays, from_above, t0, t1, result)
-        if from_below.size:
-            walk(mirror, self._test, rays.mirrored(), from_below, t0, t1, result)
-            result.grad_u[from_below] *= -1.0
-            result.grad_v[from_below] *= -1.0
-
-
-def _dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-def _slab(p0, dp, lo, hi, slack=0.0):
-    """Interval of t where p0 + t dp lies in [lo, hi] (all t or none when dp == 0, then
-    with ``slack`` either side)."""
-    inverse = 1.0 / dp  # as in walk._State.exits, so both find the same boundary distances
-    ta = (lo - p0) * inverse
-    tb = (hi - p0) * inverse
-    inside = (p0 >= lo - slack) & (p0 <= hi + slack)
-    parallel = dp == 0
-    enter = np.where(parallel, np.where(inside, -np.inf, np.inf), np.minimum(ta, tb))
-    leave = np.where(parallel, np.where(inside, np.inf, -np.inf), np.maximum(ta, tb))
-    return enter, leave

@@ -112,13 +112,18 @@ def compiled_backend():
         "numba_file": getattr(numba, "__file__", None),
         "llvmlite_file": getattr(sys.modules.get("llvmlite"), "__file__", None),
         "kernels_loaded": sorted(
-            name.rsplit(".", 1)[1]
+            name[len(MODULE + ".core.") :]
             for name in sys.modules
-            if name.startswith(MODULE + ".core.kernels.")
+            if name.startswith(MODULE + ".core.")
+            and (name.endswith("_kernel") or name.endswith(".kernel_common"))
         ),
         "cache_dir": cache,
         "cached_files": sorted(
-            name for _, _, names in os.walk(cache) for name in names if name.endswith(".nbi")
+            # numba keeps each source folder's kernels in a folder named after it
+            f"{os.path.basename(folder).rsplit('_', 1)[0]}/{name}"
+            for folder, _, names in os.walk(cache)
+            for name in names
+            if name.endswith(".nbi")
         ),
         "batch_hits": int(hits.hit.sum()),
         "same_hits_as_numpy": bool((hits.hit == reference.hit).all()),
@@ -147,7 +152,9 @@ def main():
     # thread loads each kind they report (so numba comes in only once one is ready).
     prepare = sys.modules[MODULE + ".core.prepare"]
     observed["numba_after_register"] = sorted(
-        name for name in sys.modules if name.split(".")[0] in BUNDLED or ".core.kernels" in name
+        name
+        for name in sys.modules
+        if name.split(".")[0] in BUNDLED or name.endswith(("_kernel", ".kernel_common"))
     )
     observed["loaded_after_register"] = prepare.status().done
     observed["installed_files"] = sorted(os.listdir(os.path.join(repo.directory, PKG_ID)))

@@ -217,16 +217,18 @@ def test_install_fire_ray_uninstall_in_fresh_blender(package, tmp_path):
     assert compiled["numba_file"].startswith(user_dir), compiled["numba_file"]
     assert compiled["llvmlite_file"].startswith(user_dir), compiled["llvmlite_file"]
     assert compiled["kernels_loaded"] == [
-        "cylinder",
-        "heightfield",
-        "heightfield_cast",
-        "heightfield_crossings",
-        "rays",
-        "sphere",
+        "cylinder.cast_kernel",
+        "cylinder.ray_kernel",
+        "heightfield.cast_kernel",
+        "heightfield.crossings_kernel",
+        "heightfield.ray_kernel",
+        "kernel_common",
+        "sphere.cast_kernel",
+        "sphere.ray_kernel",
     ]
     assert compiled["cache_dir"].startswith(user_dir)
-    assert any(name.startswith("sphere.raycast") for name in compiled["cached_files"])
-    assert any(name.startswith("cylinder.raycast") for name in compiled["cached_files"])
+    assert any(name.startswith("sphere/ray_kernel.raycast") for name in compiled["cached_files"])
+    assert any(name.startswith("cylinder/ray_kernel.raycast") for name in compiled["cached_files"])
     assert compiled["batch_hits"] > 1000
     assert compiled["same_hits_as_numpy"]
     assert compiled["largest_difference_from_numpy"] < 1e-12

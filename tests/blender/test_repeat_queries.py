@@ -61,7 +61,7 @@ def cast_by_core_on_a_fresh_shape(mapping, shape_cache, grid):
 def folded_terrain(mapping, grid):
     """What core casts against for the terrain as the operator maps it now."""
     target = mapping.recognize(grid, bpy.context.evaluated_depsgraph_get())
-    return mapping.as_cast_target(target.shape, target.kind)._sphere_cast_target()
+    return mapping.as_cast_target(target.shape, target.kind).cast_target()
 
 
 def test_repeated_sphere_casts_reuse_the_cast_target_until_the_terrain_is_edited(terrain, modules):

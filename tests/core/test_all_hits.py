@@ -432,14 +432,6 @@ def test_bilinear_crossings_match_the_sampled_patches(solid):
     assert len(hits.ray) > 60
 
 
-def test_march_is_refused_with_the_reason():
-    field = Heightfield(np.zeros((3, 3)), method="MARCH")
-    with pytest.raises(ValueError, match="raycast_all needs method EXACT"):
-        raycast_all(field, [0, 0, 1], [0, 0, -1])
-    with pytest.raises(ValueError, match="needs method EXACT"):
-        raycast_all(Placed(field, np.eye(4)), [0, 0, 1], [0, 0, -1])
-
-
 def test_bad_input_names_the_argument_and_row():
     sphere = Sphere((0, 0, 0), 1.0)
     with pytest.raises(ValueError, match="directions row 1 has zero length"):

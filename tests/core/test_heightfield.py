@@ -260,12 +260,9 @@ def field_and_args(
     origin=(0.0, 0.0),
     surface="TRIANGLES",
     diagonals=None,
-    method="EXACT",
 ):
     heights = np.asarray(heights, dtype=float)
-    field = Heightfield(
-        heights, spacing, origin, surface=surface, diagonals=diagonals, method=method
-    )
+    field = Heightfield(heights, spacing, origin, surface=surface, diagonals=diagonals)
     return field, (heights, spacing, origin, diagonals)
 
 
@@ -571,7 +568,7 @@ def test_placed_rotated_and_scaled_terrain():
     assert checked >= 75 and hits.cell is not None
 
 
-# -- MARCH (seed 004) ------------------------------------------------------------------------
+# -- a thin spike ----------------------------------------------------------------------------
 
 
 def spike_rays(count, rng):
@@ -581,52 +578,25 @@ def spike_rays(count, rng):
     height = rng.uniform(3.0, 3.9, count)
     horizontal = np.column_stack([np.cos(angle), np.sin(angle)])
     side = np.column_stack([-horizontal[:, 1], horizontal[:, 0]])
-    distance = rng.uniform(2.5, 3.0, count)  # so MARCH's samples fall anywhere near the tip
+    distance = rng.uniform(2.5, 3.0, count)
     start = 3.0 - distance[:, None] * horizontal + offset[:, None] * side
     origins = np.column_stack([start, height])
     directions = np.column_stack([horizontal, rng.uniform(-0.02, 0.02, count)])
     return origins, directions
 
 
-def test_march_misses_a_one_vertex_spike_that_exact_hits():
-    # Along y = 3 at z = 3.5 the spike is above the ray for |x - 3| <= 1/8; MARCH samples
-    # x = 0.2, 0.7, ..., 2.7, 3.2 and never lands there.
+def test_the_walk_hits_a_one_vertex_spike():
+    # Along y = 3 at z = 3.5 the spike is above the ray for |x - 3| <= 1/8 (a sampling
+    # search with half-cell steps, bench/march.py, jumps over it).
     one = [0.2, 3.0, 3.5], [1.0, 0.0, 0.0]
-    assert not raycast(Heightfield(SPIKE, method="MARCH"), *one).hit
     exact = raycast(Heightfield(SPIKE), *one)
     assert exact.hit and exact.distance == pytest.approx(2.675, abs=1e-12)
     rng = np.random.default_rng(2)
     origins, directions = spike_rays(600, rng)
     exact = raycast(Heightfield(SPIKE), origins, directions)
-    march = raycast(Heightfield(SPIKE, method="MARCH"), origins, directions)
     field, args = field_and_args(SPIKE)
     check_against_reference(field, args, origins[:150], directions[:150])
     assert exact.hit.sum() > 150
-    missed = exact.hit & ~march.hit
-    # The seed's half-cell steps jump over the peak.
-    assert missed.sum() > 0.2 * exact.hit.sum(), (missed.sum(), exact.hit.sum())
-    assert not (march.hit & ~exact.hit).any()
-    # Where MARCH finds the spike at all, it finds the same point.
-    both = exact.hit & march.hit
-    np.testing.assert_allclose(march.distance[both], exact.distance[both], atol=1e-8)
-
-
-def test_march_bisection_reads_the_height_at_each_midpoint():
-    """On a smooth terrain MARCH converges to the exact hit (to the 32-step bisection's
-    2^-33 of half a cell); comparing with a stale height would stop metres away."""
-    x, y = np.meshgrid(np.linspace(0, 3, 16), np.linspace(0, 3, 16))
-    heights = np.sin(x) * np.cos(y)
-    rng = np.random.default_rng(4)
-    origins = np.column_stack([rng.uniform(0, 15, 300), rng.uniform(0, 15, 300), np.full(300, 3.0)])
-    directions = np.column_stack([rng.normal(0, 0.3, (300, 2)), -np.ones(300)])
-    for surface in ("TRIANGLES", "BILINEAR"):
-        exact = raycast(Heightfield(heights, surface=surface), origins, directions)
-        march = raycast(Heightfield(heights, surface=surface, method="MARCH"), origins, directions)
-        both = exact.hit & march.hit
-        assert both.mean() > 0.8
-        np.testing.assert_allclose(march.distance[both], exact.distance[both], atol=1e-9)
-        np.testing.assert_allclose(march.normal[both], exact.normal[both], atol=1e-6)
-        np.testing.assert_array_equal(march.hit, exact.hit)
 
 
 # -- the hierarchy, big grids, many rays -----------------------------------------------------
@@ -671,7 +641,7 @@ def test_held_arrays_follow_what_a_terrain_builds_and_may_be_frozen():
         assert queried_from_above < held()  # the mirror image and its hierarchy
     else:  # the kernel's arguments join both terrains at the first query
         assert field._below is not None and queried_from_above == held()
-        kernel_arrays = [a for a in field._kernel_arguments() if isinstance(a, np.ndarray)]
+        kernel_arrays = [a for a in field.kernel_arguments("raycast") if isinstance(a, np.ndarray)]
         assert {id(array) for array in kernel_arrays} <= held()
 
     for array in field.held_arrays():
@@ -793,7 +763,7 @@ def test_bad_input_names_the_argument():
         Heightfield(good, diagonals=[[0, 1], [2, 0]])
     with pytest.raises(ValueError, match="surface must be one of TRIANGLES, BILINEAR"):
         Heightfield(good, surface="SMOOTH")
-    with pytest.raises(ValueError, match="method must be one of EXACT, MARCH"):
-        Heightfield(good, method="FAST")
+    with pytest.raises(TypeError, match="method"):
+        Heightfield(good, method="EXACT")  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="heights must be a 2D array of numbers"):
         Heightfield([["a", "b"], ["c", "d"]])

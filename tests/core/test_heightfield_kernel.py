@@ -116,7 +116,7 @@ def test_terrain_large_enough_to_sort_the_rays(solid):
     y, x = np.mgrid[0:700, 0:800]
     heights = 30 * np.sin(x / 37.0) * np.cos(y / 53.0) + rng.normal(0, 0.3, (700, 800))
     field = Heightfield(heights, (1.0, 1.25), (5.0, -20.0), solid=solid)
-    assert heights.size >= kernels("heightfield").SORT_MIN_CELLS
+    assert heights.size >= kernels("heightfield.ray_kernel").SORT_MIN_CELLS
     origins, directions = rays(rng, heights, (1.0, 1.25), (5.0, -20.0), 20_000)
     assert_same(field, origins, directions, rng.uniform(0, 500, len(origins)))
     matrix = np.diag([0.5, 2.0, 1.0, 1.0])
@@ -164,8 +164,7 @@ def test_bad_rays_are_named_and_march_stays_numpy():
     directions[2] = 0.0
     with use("numba"), pytest.raises(ValueError, match="directions row 2 has zero length"):
         raycast(field, np.ones((5, 3)), directions)
-    march = Heightfield(np.zeros((3, 3)), method="MARCH")
-    assert march.kernel_module is None and field.kernel_module == "heightfield"
+    assert field.kernel_family == "heightfield"
 
 
 @pytest.mark.parametrize("solid", [True, False])
@@ -201,8 +200,8 @@ def test_the_cast_kernels_import_first_in_a_fresh_process():
         "import numpy as np\n"
         "from geometry_queries.core import Heightfield, sphere_cast\n"
         "from geometry_queries.core.backend import kernels\n"
-        "casts = kernels('heightfield_cast')\n"
-        "assert kernels('heightfield').sphere_cast is not None\n"
+        "casts = kernels('heightfield.cast_kernel')\n"
+        "assert casts.sphere_cast is not None\n"
         "terrain = Heightfield(np.zeros((4, 4)), spacing=(1.0, 1.0))\n"
         "print(sphere_cast(terrain, [[1.5, 1.5, 3.0]], [[1.5, 1.5, -1.0]], 0.5).distance)\n"
     )

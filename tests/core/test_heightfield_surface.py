@@ -432,11 +432,9 @@ def test_placed_surface_normals_face_the_ray_under_any_affine_matrix(linear):
     assert compared >= 70 and hits.hit.sum() > 20
 
 
-def test_solid_must_be_a_bool_and_march_needs_the_solid():
+def test_solid_must_be_a_bool():
     with pytest.raises(ValueError, match="solid must be True or False"):
         Heightfield(np.zeros((3, 3)), solid="no")
-    with pytest.raises(ValueError, match="method MARCH needs solid=True"):
-        Heightfield(np.zeros((3, 3)), method="MARCH", solid=False)
     assert Heightfield(np.zeros((3, 3))).solid is True
 
 

@@ -26,8 +26,8 @@ from geometry_queries.core import (
     raycast_all,
     sphere_cast,
 )
+from geometry_queries.core import kernel_common as kernel_rays
 from geometry_queries.core.backend import use
-from geometry_queries.core.kernels import rays as kernel_rays
 
 SHEAR = np.array([[1.0, 0.3, 0.0, 1.0], [0.0, 2.0, 0.5, -2.0], [0.2, 0.0, 0.7, 3.0], [0, 0, 0, 1]])
 SIMILARITY = np.array([[0, -2, 0, 1], [2, 0, 0, 2], [0, 0, 2, 3], [0, 0, 0, 1]], dtype=float)
@@ -209,7 +209,7 @@ from geometry_queries.core import Heightfield, occluded, raycast
 from geometry_queries.core.backend import kernels, set_cache_dir, use
 set_cache_dir({str(tmp_path)!r})
 with use("numba"):
-    module = kernels("heightfield")
+    module = kernels("heightfield.ray_kernel")
     side = int(np.ceil(np.sqrt(module.SORT_MIN_CELLS)))
     x = np.linspace(0, 40, side)
     field = Heightfield(np.sin(x)[None, :] * np.cos(x)[:, None])

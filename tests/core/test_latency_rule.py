@@ -60,15 +60,20 @@ def test_forcing_numba_compiles_the_query_into_the_cache_folder_given(tmp_path):
         "from geometry_queries.core.backend import set_cache_dir\n"
         f"set_cache_dir({str(tmp_path)!r})\n"
         "print(core.raycast(core.Sphere((0, 0, 0), 1), (0, 0, 5), (0, 0, -1)).distance)\n"
-        "kernels = 'geometry_queries.core.kernels.'\n"
-        "print(kernels + 'sphere' in sys.modules, kernels + 'cylinder' in sys.modules)\n"
+        "kernels = 'geometry_queries.core.'\n"
+        "print(kernels + 'sphere.ray_kernel' in sys.modules,"
+        " kernels + 'cylinder.ray_kernel' in sys.modules)\n"
     )
     out, _ = run_python(code, GEOMETRY_QUERIES_BACKEND="numba")
     assert out.splitlines() == ["4.0", "True False"]
     (version,) = tmp_path.iterdir()  # one folder per version of the kernels' sources
     assert version.name.startswith("geometry_queries-kernels-")
-    cached = [path.name for path in version.rglob("*") if path.is_file()]
-    assert any(name.startswith("sphere.raycast") and name.endswith(".nbi") for name in cached)
+    # numba keeps each source folder's kernels in a folder named after it
+    cached = [path for path in version.rglob("*.nbi")]
+    assert any(
+        path.parent.name.startswith("sphere_") and path.name.startswith("ray_kernel.raycast")
+        for path in cached
+    )
 
 
 @pytest.fixture(autouse=True)

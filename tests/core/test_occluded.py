@@ -317,8 +317,9 @@ def test_the_compiled_segment_is_the_numpy_segment_bit_for_bit():
     difference could turn a grazing line of sight around). Segments of every magnitude, in
     3D and 2D (z = 0), and a zero-length one."""
     numba = pytest.importorskip("numba")
-    from geometry_queries.core.kernels.rays import segment_ray
-    from geometry_queries.core.occlusion import ON_SEGMENT_END, segment_rays
+    from geometry_queries.core.kernel_common import segment_ray
+    from geometry_queries.core.queries import ON_SEGMENT_END
+    from geometry_queries.core.reference import segment_rays
 
     # A kernel helper has no Python wrapper (kernels.rays.helper): called through a kernel.
     @numba.njit

@@ -1,6 +1,8 @@
-"""Per-ray helpers of the compiled kernels, the one-ray mirror of core/rays.py and placed.py.
+"""Scalar pieces every compiled kernel shares: the one-ray mirror of the queries' numpy
+steps (queries.py, placed.py), the selects standing for numpy's minimum and maximum (one
+tie rule), the slab interval and a box's gap, written once.
 
-Every kernel works on one ray at a time in 3D: core/rays.py hands 2D rows (a circle's plane)
+Every kernel works on one ray at a time in 3D: queries.py hands 2D rows (a circle's plane)
 over with z = 0 and takes the first two columns back, which changes no arithmetic (adding 0
 is exact). The helpers repeat the numpy reference's operations in the same order (float64,
 no fastmath: LLVM may neither reorder nor fuse them), so both backends give the same bits
@@ -8,14 +10,14 @@ where the operations are the same (raycast on spheres, circles, cylinders, tubes
 Placed; a nested Placed is one matrix here and agrees to rounding).
 
 Helpers are compiled as :func:`helper` (LLVM inlines them into each kernel). A ray kernel (see
-sphere.py) flattens its (N, 3) arrays first (``rows.reshape(rows.size)``, a view: the helpers take
-those and index ``3 * j + axis``, a stride LLVM knows, so it turns the copies between rows and the
-block into SIMD shuffles; measured: the read 2.3x, the write 2x faster than ``rows[begin + j,
-axis]``; a direct reshape, not a function of ours: that would be one more to compile) and loops over
-blocks of ``BLOCK`` rays: ``read_rays`` copies a block's rows into columns, makes the directions
-unit and counts bad rays; per ray ``ray_in_block``, ``to_local`` (the shape's local space), its own
-one-ray function, ``normal_to_world`` and ``keep_hit``; then ``write_ray_hits`` writes the block's
-results.
+sphere/ray_kernel.py) flattens its (N, 3) arrays first (``rows.reshape(rows.size)``, a view: the
+helpers take those and index ``3 * j + axis``, a stride LLVM knows, so it turns the copies
+between rows and the block into SIMD shuffles; measured: the read 2.3x, the write 2x faster than
+``rows[begin + j, axis]``; a direct reshape, not a function of ours: that would be one more to
+compile) and loops over blocks of ``BLOCK`` rays: ``read_rays`` copies a block's rows into
+columns, makes the directions unit and counts bad rays; per ray ``ray_in_block``, ``to_local``
+(the shape's local space), its own one-ray function, ``normal_to_world`` and ``keep_hit``; then
+``write_ray_hits`` writes the block's results.
 """
 
 import numpy as np
@@ -60,6 +62,60 @@ def placement(placed=None):
     return (inverse, translation, linear, scale)
 
 
+# numpy's NaN rules as selects (no min()/max() to compile per type): minimum and maximum
+# propagate a NaN (np.minimum, np.maximum), fmin and fmax ignore one (np.fmin, np.fmax).
+# One tie rule: on equal operands the first is returned.
+@helper
+def minimum(a, b):
+    return a if (a <= b or a != a) else b
+
+
+@helper
+def maximum(a, b):
+    return a if (a >= b or a != a) else b
+
+
+@helper
+def fmin(a, b):
+    return a if (a <= b or b != b) else b
+
+
+@helper
+def fmax(a, b):
+    return a if (a >= b or b != b) else b
+
+
+@helper
+def clamp(x, lo, hi):
+    """min(max(x, lo), hi) for floats, as Python (and numba's min and max) select."""
+    x = lo if lo > x else x
+    return hi if hi < x else x
+
+
+@helper
+def slab(p, d, inverse, low, high, slack):
+    """The interval [enter, leave] of t where p + t d lies in [low, high] (``inverse`` =
+    1 / d); for d == 0 all t when p is within ``slack`` of [low, high], else none
+    (enter > leave)."""
+    if d == 0.0:
+        if p >= low - slack and p <= high + slack:
+            return -INF, INF
+        return INF, -INF
+    ta = (low - p) * inverse
+    tb = (high - p) * inverse
+    return minimum(ta, tb), maximum(ta, tb)
+
+
+@helper
+def box_gap_squared(xa, xb, ya, yb, bottom, top, x, y, z):
+    """The squared distance from (x, y, z) to the box [xa, xb] x [ya, yb] x [bottom, top]
+    (no square root to wait for where it only bounds)."""
+    gap_x = maximum(maximum(xa - x, x - xb), 0.0)
+    gap_y = maximum(maximum(ya - y, y - yb), 0.0)
+    gap_z = maximum(maximum(bottom - z, z - top), 0.0)
+    return gap_x * gap_x + gap_y * gap_y + gap_z * gap_z
+
+
 @helper
 def read_block(first, second, begin, count, block):
     """Rows begin..begin+count of two flattened (N, 3) arrays into rows 0-2
@@ -77,7 +133,7 @@ def read_block(first, second, begin, count, block):
 @helper
 def read_rays(origins, directions, begin, count, block):
     """read_block's copy of a block's rays (in the same loop: one function less to compile,
-    as fast), the directions (rows 3-5) made unit as core/rays.py's unit_components does,
+    as fast), the directions (rows 3-5) made unit as core/reference.py's unit_components does,
     bit for bit: x / |x| as x * (1 / sqrt(x.x)), branch-free (SIMD);
     a block with a length out of that formula's range (squared <= 1e-290 or >= 1e290, a
     zero or non-finite direction) is fixed ray by ray afterwards (unit_rows's scaling).
@@ -132,7 +188,7 @@ def unit_extreme_rays(directions, begin, count, block):
 
 @helper
 def unit(x, y, z):
-    """One direction made unit as core/rays.py's unit_components does, bit for bit (see
+    """One direction made unit as core/reference.py's unit_components does, bit for bit (see
     read_rays; the per-ray form, for kernels that walk one ray at a time)."""
     squared = x * x + y * y + z * z
     if squared > 1e-290 and squared < 1e290:
@@ -143,7 +199,7 @@ def unit(x, y, z):
 
 @helper
 def unit_rows(x, y, z):
-    """core/rays.py's unit_rows for one row, operation for operation: scaled by the largest
+    """core/reference.py's unit_rows for one row, operation for operation: scaled by the largest
     component (divided), then divided by the length; a zero vector stays 0. Returns the
     unit vector and the length."""
     ax, ay, az = abs(x), abs(y), abs(z)
@@ -323,7 +379,7 @@ def write_ray_hits(block, begin, count, max_distance, solid, hit, distance, poin
     """The block's results into the outputs, rays begin..begin+count: a hit when
     0 <= t <= limit (t is inf or NaN for a miss), at t = 0 with normal -direction on a solid
     (a surface keeps its normal); a miss as inf distance and NaN point and normal.
-    Branch-free (a gate of 1 or NaN, as core/rays.py): hits and misses mix at random."""
+    Branch-free (a gate of 1 or NaN, as core/reference.py): hits and misses mix at random."""
     step = 1 if max_distance.shape[0] > 1 else 0  # read_values's loop (one helper less)
     for j in range(count):
         block[10, j] = max_distance[(begin + j) * step]
@@ -398,7 +454,7 @@ def write_cast_hits(block, begin, count, hit, distance, center, point, normal):
 
 @helper
 def cast_direction(sx, sy, sz, ex, ey, ez):
-    """Unit direction and length of the cast start -> end as core/rays.py's sphere_cast
+    """Unit direction and length of the cast start -> end as core/reference.py's sphere_cast
     takes them (unit_components, then the length as dot(unit, segment)), operand for
     operand: 1/sqrt of the squared length in the normal range, unit_rows's scaling outside
     it (a zero-length cast: direction 0, length 0)."""

@@ -13,16 +13,15 @@ put them (``write``).
 import numpy as np
 from numba import njit
 
-from ..heightfield.walk import TINY
-from .heightfield import _clamp, _maximum, _minimum, _slab
-from .rays import helper
+from ..kernel_common import clamp, helper, maximum, minimum, slab
+from .walk import TINY
 
 
 @helper
 def _surface(heights, anti_of, has_anti, nx, ny, U, V):
     """surfaces.surface_at for TRIANGLES at one point: height, gradient and cell."""
-    i = np.int64(_clamp(np.floor(U), 0.0, nx - 2.0))
-    j = np.int64(_clamp(np.floor(V), 0.0, ny - 2.0))
+    i = np.int64(clamp(np.floor(U), 0.0, nx - 2.0))
+    j = np.int64(clamp(np.floor(V), 0.0, ny - 2.0))
     u = U - i
     v = V - j
     k = j * nx + i
@@ -70,15 +69,15 @@ def records(terrain, rays, limit, out, write):
     for r in range(n):
         counts[r] = 0
         U0, V0, oz, du, dv, dz = U0s[r], V0s[r], ozs[r], dus[r], dvs[r], dzs[r]
-        ex, lx = _slab(U0, du, 0.0, nx - 1.0, slack_x)
-        ey, ly = _slab(V0, dv, 0.0, ny - 1.0, slack_y)
-        enter, leave = _maximum(ex, ey), _minimum(lx, ly)
-        first = _maximum(enter, 0.0)
-        last = _minimum(leave, limit[r])
+        ex, lx = slab(U0, du, 1.0 / du, 0.0, nx - 1.0, slack_x)
+        ey, ly = slab(V0, dv, 1.0 / dv, 0.0, ny - 1.0, slack_y)
+        enter, leave = maximum(ex, ey), minimum(lx, ly)
+        first = maximum(enter, 0.0)
+        last = minimum(leave, limit[r])
         if not first <= last:
             continue
-        ez, lz = _slab(oz, dz, zmin - margin, zmax + margin, 0.0)
-        lo, hi = _maximum(first, ez), _minimum(last, lz)
+        ez, lz = slab(oz, dz, 1.0 / dz, zmin - margin, zmax + margin, 0.0)
+        lo, hi = maximum(first, ez), minimum(last, lz)
         inner = lo <= hi
         # -- the breakpoints, sorted, exact duplicates dropped -------------------------
         total = 1 + (1 if last < np.inf else 0) + (2 if inner else 0)
@@ -87,10 +86,10 @@ def records(terrain, rays, limit, out, write):
         for f in range(families):
             f0, df = _family(f, U0, V0, du, dv)
             fa, fb = f0 + lo * df, f0 + hi * df
-            lows[f] = np.floor(_minimum(fa, fb)) + 1.0
+            lows[f] = np.floor(minimum(fa, fb)) + 1.0
             numbers[f] = 0
             if inner and df != 0:
-                numbers[f] = np.int64(_maximum(np.ceil(_maximum(fa, fb)) - lows[f], 0.0))
+                numbers[f] = np.int64(maximum(np.ceil(maximum(fa, fb)) - lows[f], 0.0))
             total += numbers[f]
         t = np.empty(total)
         m = 0
@@ -132,7 +131,7 @@ def records(terrain, rays, limit, out, write):
                     f0, df = _family(f, U0, V0, du, dv)
                     offset = taken[f] if df > 0 else numbers[f] - 1 - taken[f]
                     value = (lows[f] + offset - f0) / df
-                    value = _minimum(_maximum(value, lo), hi)
+                    value = minimum(maximum(value, lo), hi)
                     if (best < 0 and listed >= m) or value < best_value:
                         best = f
                         best_value = value
@@ -177,7 +176,7 @@ def records(terrain, rays, limit, out, write):
             else:
                 changes = (ga > 0.0 and gb <= 0.0) or (ga < 0.0 and gb >= 0.0)
             if changes:
-                ratio = _minimum(ga / (ga - gb), 1.0)
+                ratio = minimum(ga / (ga - gb), 1.0)
                 ta, tb = t[q], t[q + 1]
                 cross = tb if ratio >= 1.0 else ta + (tb - ta) * ratio
                 if run[q] >= 0:  # recorded where the ray first came within the tolerance
@@ -275,7 +274,7 @@ def _piece_normal(terrain, U0, V0, du, dv, ta, tb):
 def _cell_along(U, d, n):
     """crossings._cell_along for one coordinate."""
     cell = np.floor(U) if d > 0 else np.ceil(U) - 1.0
-    return _clamp(cell, 0.0, n - 2.0)
+    return clamp(cell, 0.0, n - 2.0)
 
 
 @helper

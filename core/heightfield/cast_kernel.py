@@ -1,5 +1,5 @@
 """Compiled sphere cast vs Heightfield (TRIANGLES, solid and surface): the one-cast form of
-core/heightfield/cast.py, whose docstring has the math (faces, edge cylinders, vertex
+cast.py, whose docstring has the math (faces, edge cylinders, vertex
 balls, the solid's walls and corner lines; starts in overlap first; the path walked in
 stretches, blocks and cells culled by their max/min inflated by R). Every expression is the
 reference's, operand for operand, so both backends find the same contact (float64, no
@@ -7,7 +7,7 @@ fastmath); the contact point is the winning piece's (cell_nearest of that piece 
 where the reference takes the nearest of the winning cell's pieces (the same point, up to
 rounding where two tie).
 
-Per cast, like the ray walk (kernels/heightfield.py): decide the overlap at the start (the
+Per cast, like the ray walk (ray_kernel.py): decide the overlap at the start (the
 nearest point of the cells within R, or within the bound of a start inside the solid),
 clip the path to the footprint box grown by R, then per stretch gather the cells whose box
 grown by R (and, for a cast wider than a cell, the ball around it) the path meets before the
@@ -32,22 +32,27 @@ float32 pairs: extremes_float32) and the scale of the coordinates (for EARLY).
 import numpy as np
 from numba import njit
 
-from ..heightfield.cast import EARLY, MARGIN, _Geometry
-from ..heightfield.grid import BLOCK
-from . import heightfield as ray_kernels
-from .cylinder import fmax, fmin, maximum, minimum
-from .rays import (
+from ..kernel_common import (
     INF,
     NAN,
+    box_gap_squared,
     cast_direction,
     cast_to_local,
     cast_to_world,
     finite,
+    fmax,
+    fmin,
     helper,
+    maximum,
+    minimum,
     rare_helper,
+    slab,
     transform,
     write_cast,
 )
+from . import ray_kernel as ray_kernels
+from .cast import EARLY, MARGIN, _Geometry
+from .grid import BLOCK
 
 AHEAD = 4  # casts: prefetch_cast looks this far ahead
 FIRST_CELLS = 64  # the stretch's cell list grows (doubling) from this many
@@ -63,7 +68,7 @@ def cast_arguments(field):
     g = _Geometry(field)
     anti = g.anti
     return (
-        field._kernel_arguments(),
+        field.kernel_arguments("raycast"),
         float(g.x0),
         float(g.y0),
         float(g.dx),
@@ -96,18 +101,6 @@ def extremes_float32(least, largest):
         low = np.where(low > least, np.nextafter(low, np.float32(-np.inf)), low)
         high = np.where(high < largest, np.nextafter(high, np.float32(np.inf)), high)
     return np.stack((low, high), axis=1).ravel()
-
-
-@helper
-def slab(p, d, inverse, low, high):
-    """cast._slab: the interval of t where p + t d is in [low, high] (``inverse`` = 1 / d,
-    computed once per cast)."""
-    if d == 0.0:
-        inside = p >= low and p <= high
-        return (-INF, INF) if inside else (INF, -INF)
-    ta = (low - p) * inverse
-    tb = (high - p) * inverse
-    return minimum(ta, tb), maximum(ta, tb)
 
 
 @helper
@@ -476,22 +469,12 @@ def cell_nearest(i, j, h00, h10, h01, h11, anti, grid, solid, qx, qy, qz, only):
 
 
 @helper
-def box_gap_squared(xa, xb, ya, yb, bottom, top, x, y, z):
-    """cast._box_gap squared: the squared distance from (x, y, z) to the box (a lower bound
-    of its pieces'; no square root to wait for)."""
-    gap_x = maximum(maximum(xa - x, x - xb), 0.0)
-    gap_y = maximum(maximum(ya - y, y - yb), 0.0)
-    gap_z = maximum(maximum(bottom - z, z - top), 0.0)
-    return gap_x * gap_x + gap_y * gap_y + gap_z * gap_z
-
-
-@helper
 def grown_box_entry(xa, xb, ya, yb, bottom, top, ta, tb, sx, sy, sz, ux, uy, uz, inverse, R):
     """The part [enter, leave] of [ta, tb] in the box grown by R: box_entry without its
     ball (which culls little where R is small beside the box) and without a branch."""
-    ex, lx = slab(sx, ux, inverse[0], xa - R, xb + R)
-    ey, ly = slab(sy, uy, inverse[1], ya - R, yb + R)
-    ez, lz = slab(sz, uz, inverse[2], bottom - R, top + R)
+    ex, lx = slab(sx, ux, inverse[0], xa - R, xb + R, 0.0)
+    ey, ly = slab(sy, uy, inverse[1], ya - R, yb + R, 0.0)
+    ez, lz = slab(sz, uz, inverse[2], bottom - R, top + R, 0.0)
     enter = maximum(maximum(ex, ey), maximum(ez, ta))
     leave = minimum(minimum(lx, ly), minimum(lz, tb))
     return enter, leave
@@ -733,9 +716,9 @@ def _make_cast_rows(solid):
                     continue
                 # 3. The path clipped to the footprint box grown by R, walked in stretches.
                 inverse_u = (1.0 / ux, 1.0 / uy, 1.0 / uz)
-                lx, hx_ = slab(sx, ux, inverse_u[0], x0 - R, x1 + R)
-                ly, hy_ = slab(sy, uy, inverse_u[1], y0 - R, y1 + R)
-                lz, hz_ = slab(sz, uz, inverse_u[2], -INF if solid else zmin - R, zmax + R)
+                lx, hx_ = slab(sx, ux, inverse_u[0], x0 - R, x1 + R, 0.0)
+                ly, hy_ = slab(sy, uy, inverse_u[1], y0 - R, y1 + R, 0.0)
+                lz, hz_ = slab(sz, uz, inverse_u[2], -INF if solid else zmin - R, zmax + R, 0.0)
                 t0 = maximum(maximum(lx, ly), maximum(lz, 0.0))
                 t1 = minimum(minimum(hx_, hy_), minimum(hz_, local_length))
                 best = INF
@@ -775,7 +758,7 @@ def _make_cast_rows(solid):
                                 # A block: its heights' slab grown by R only (the cells are
                                 # in the stretch's box already, and the ball around 8 x 8
                                 # cells is far looser than their box).
-                                enter, leave = slab(sz, uz, inverse_u[2], low - R, high + R)
+                                enter, leave = slab(sz, uz, inverse_u[2], low - R, high + R, 0.0)
                                 enter, leave = maximum(enter, ta), minimum(leave, tb)
                                 if not (enter <= leave and enter <= best):
                                     continue

@@ -1,4 +1,5 @@
-"""MARCH: seed 004 kept for comparison (solid only): samples half a cell apart along the ray
+"""MARCH: seed 004 kept for comparison with the exact walk (solid only, numpy only, raycast
+only: ``MarchHeightfield``): samples half a cell apart along the ray
 until one lies below the terrain, then 32 bisection steps, reading the terrain height
 afresh at every midpoint (the seed compared against a stale height). It misses peaks
 thinner than a step.
@@ -8,7 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .surfaces import surface_at
+from geometry_queries.core import Heightfield
+from geometry_queries.core.heightfield import ray
+from geometry_queries.core.heightfield.surfaces import surface_at
+from geometry_queries.core.heightfield.walk import Rays, Result
 
 MARCH_BISECTIONS = 32
 
@@ -58,3 +62,22 @@ def march(terrain, surface, spacing, rays, todo, t0, t1, result):
     result.grad_v[rid] = grad_v
     result.i[rid] = i
     result.j[rid] = j
+
+
+class MarchHeightfield(Heightfield):
+    """A solid Heightfield whose rays MARCH instead of walking the cells exactly."""
+
+    supports = frozenset(("raycast",))
+    kernel_family = None  # numpy only
+
+    def intersect(self, origin, direction, max_distance):
+        (x0, y0), (dx, dy) = self.origin, self.spacing
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            rays = Rays(origin, direction, x0, y0, dx, dy)
+            n = rays.U0.shape[0]
+            result = Result(n)
+            t0, t1, face = ray._clip(self, rays, np.broadcast_to(max_distance, (n,)))
+            todo = np.flatnonzero(t0 <= t1)
+            if todo.size:
+                march(self._above, self.surface, self.spacing, rays, todo, t0, t1, result)
+            return ray.solid_answer(self, rays, t0, face, result)

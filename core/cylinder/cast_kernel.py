@@ -1,20 +1,14 @@
-"""Compiled ray vs finite cylinder, capped (a solid) or open (a tube): the one-ray form of
-core/cylinder.py, whose docstring has the math (the side's interval from the 2D ray-circle
-problem, closest approach first, overlapped with the slab between the cap planes); and the
-sphere cast against it, core/cylinder_cast.py by blocks of casts (its docstring has the
-math: the box's first point when it lies in the Minkowski sum, else the rim tori by
-monotone Newton on their convex and concave pieces), operand for operand.
+"""Compiled sphere cast vs finite cylinder, capped or open: cast.py by blocks of casts (its
+docstring has the math: the box's first point when it lies in the Minkowski sum, else the
+rim tori by monotone Newton on their convex and concave pieces), operand for operand.
 
-Arguments (Cylinder._kernel_arguments): (p0, frame rows u, v, w as a 3x3 array, height,
-radius, capped).
+Arguments (Cylinder.kernel_arguments): as ray_kernel.py's.
 """
 
 import numpy as np
 from numba import njit
 
-from ..cylinder import ON_WALL
-from ..cylinder_cast import EPSILON, NEWTON_STEPS
-from .rays import (
+from ..kernel_common import (
     BLOCK,
     INF,
     NAN,
@@ -22,168 +16,16 @@ from .rays import (
     cast_to_local,
     cast_to_world,
     finite,
+    fmax,
+    fmin,
     helper,
-    keep_hit,
-    load,
-    normal_to_world,
-    ray_in_block,
-    read_rays,
-    segment_blocked,
-    segment_ray,
-    to_local,
+    maximum,
+    minimum,
+    slab,
     transform,
     transform_transposed,
-    write_ray_hits,
 )
-
-
-@helper
-def ray_cylinder(p0, frame, height, radius, capped, ox, oy, oz, ux, uy, uz):
-    """Distance and normal of one ray (unit direction) against the cylinder: the outward
-    normal of the solid, or for the tube the wall's normal facing the ray."""
-    x0, y0, z0 = transform(frame, ox - p0[0], oy - p0[1], oz - p0[2])
-    dx, dy, dz = transform(frame, ux, uy, uz)
-    t, radial_scale, cap = hit_in_frame(height, radius, capped, x0, y0, z0, dx, dy, dz)
-    # The normal in the frame: radial (the hit point's (x, y) scaled) or the cap's axis.
-    hit_x, hit_y = x0 + t * dx, y0 + t * dy
-    return (t, *transform_transposed(frame, hit_x * radial_scale, hit_y * radial_scale, cap))
-
-
-@helper
-def hit_in_frame(height, radius, capped, x0, y0, z0, dx, dy, dz):
-    """In the cylinder's frame: the distance, the factor that turns the hit point's (x, y)
-    into the radial normal (0 through a cap) and the normal's axis component (0 on the
-    side). (Comparisons as selects, not max/min calls: fewer functions for numba to
-    inline, see kernels/rays.py.)"""
-    between_caps = (z0 >= 0.0) & (z0 <= height)
-    if capped and between_caps and x0 * x0 + y0 * y0 <= radius * radius:
-        return 0.0, 0.0, 0.0  # origin inside or on the solid
-
-    # Infinite cylinder: the 2D ray-circle problem along the radial direction of length a.
-    a = np.sqrt(dx * dx + dy * dy)
-    along_axis = a == 0.0
-    inverse_a = 1.0 / (a if a > 1e-300 else 1e-300)
-    ex, ey = dx * inverse_a, dy * inverse_a
-    closest = -(x0 * ex + y0 * ey)
-    px, py = x0 + closest * ex, y0 + closest * ey
-    half_chord_squared = radius * radius - (px * px + py * py)
-    crosses_wall = half_chord_squared >= 0.0
-    half_chord = np.sqrt(half_chord_squared) if crosses_wall else 0.0
-    side_enter = (closest - half_chord) * inverse_a
-    side_leave = (closest + half_chord) * inverse_a
-
-    if not capped:
-        # Open tube: the first wall crossing at or after 0 between the cap planes (the
-        # numpy module's order: side_leave, then side_enter wins where it is one).
-        radial = np.sqrt(x0 * x0 + y0 * y0) - radius
-        on_wall = (radial if radial >= 0.0 else -radial) <= ON_WALL * radius
-        z_leave = z0 + side_leave * dz
-        z_enter = z0 + side_enter * dz
-        crossing = crosses_wall & ~along_axis
-        leave_on_wall = crossing & (side_leave >= 0.0) & (z_leave >= 0.0) & (z_leave <= height)
-        enter_on_wall = crossing & (side_enter >= 0.0) & (z_enter >= 0.0) & (z_enter <= height)
-        t = side_leave if leave_on_wall else INF
-        t = side_enter if enter_on_wall else t
-        t = 0.0 if on_wall & between_caps else t
-        hit_x, hit_y = x0 + t * dx, y0 + t * dy
-        facing = -1.0 if hit_x * dx + hit_y * dy > 0.0 else 1.0  # the normal faces the ray
-        length = np.sqrt(hit_x * hit_x + hit_y * hit_y)
-        return t, facing / (length if length > 1e-300 else 1e-300), 0.0
-
-    if not crosses_wall:
-        return INF, 0.0, 0.0
-    if along_axis:  # inside the infinite cylinder for all t
-        side_enter, side_leave = -INF, INF
-    # Slab between the caps; a ray parallel to them is inside it for all t or never.
-    if dz == 0.0:
-        if not between_caps:
-            return INF, 0.0, 0.0
-        slab_enter, slab_leave = -INF, INF
-    else:
-        inverse_dz = 1.0 / dz
-        to_bottom = -z0 * inverse_dz
-        to_top = to_bottom + height * inverse_dz
-        slab_enter = to_bottom if to_bottom < to_top else to_top
-        slab_leave = to_bottom if to_bottom > to_top else to_top
-    enter = side_enter if side_enter > slab_enter else slab_enter
-    leave = side_leave if side_leave < slab_leave else slab_leave
-    if not (enter <= leave and leave >= 0.0):
-        return INF, 0.0, 0.0
-    t = enter if enter > 0.0 else 0.0
-    # Normal: the cap's -sign(dz) w when the slab set the entry, else radial.
-    if slab_enter >= side_enter:
-        return t, 0.0, 1.0 if dz < 0.0 else -1.0
-    hit_x, hit_y = x0 + t * dx, y0 + t * dy
-    length = np.sqrt(hit_x * hit_x + hit_y * hit_y)
-    return t, 1.0 / (length if length > 1e-300 else 1e-300), 0.0
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
-    p0, frame, height, radius, capped = arguments
-    hit, distance, point, normal = out
-    origins, directions, point, normal = (
-        origins.reshape(origins.size),
-        directions.reshape(directions.size),
-        point.reshape(point.size),
-        normal.reshape(normal.size),
-    )
-    block = np.empty((11, BLOCK))
-    bad = 0
-    for begin in range(start, stop, BLOCK):
-        count = stop - begin if stop - begin < BLOCK else BLOCK  # no min() to compile
-        bad += read_rays(origins, directions, begin, count, block)
-        for j in range(count):
-            ox, oy, oz, ux, uy, uz = ray_in_block(block, j)
-            lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
-            t, nx, ny, nz = ray_cylinder(
-                p0, frame, height, radius, capped, lx, ly, lz, lux, luy, luz
-            )
-            nx, ny, nz = normal_to_world(placement, nx, ny, nz)
-            keep_hit(block, j, t / stretch, nx, ny, nz)
-        write_ray_hits(block, begin, count, max_distance, capped, hit, distance, point, normal)
-    return bad
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def occluded(arguments, placement, starts, ends, trim, out, start, stop):
-    """Segments start ... stop - 1 (core/occlusion.py): out[0][i] True where the cylinder
-    (or tube) meets the segment trimmed by ``trim[0]`` of its length at both ends."""
-    p0, frame, height, radius, capped = arguments
-    (blocked,) = out
-    bad = 0
-    for i in range(start, stop):
-        sx, sy, sz = load(starts, i)
-        ex, ey, ez = load(ends, i)
-        if not (finite(sx, sy, sz) and finite(ex, ey, ez)):
-            bad += 1
-            continue
-        ox, oy, oz, ux, uy, uz, limit, length = segment_ray(sx, sy, sz, ex, ey, ez, trim[0], 3)
-        lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
-        t = ray_cylinder(p0, frame, height, radius, capped, lx, ly, lz, lux, luy, luz)[0]
-        blocked[i] = segment_blocked(t / stretch, limit, length, capped)
-    return bad
-
-
-# Sphere cast. numpy's maximum/minimum (NaN wins) and fmax/fmin (NaN loses) as selects.
-@helper
-def maximum(a, b):
-    return a if a > b or a != a else b
-
-
-@helper
-def minimum(a, b):
-    return a if a < b or a != a else b
-
-
-@helper
-def fmax(a, b):
-    return a if a > b or b != b else b
-
-
-@helper
-def fmin(a, b):
-    return a if a < b or b != b else b
+from .cast import EPSILON, NEWTON_STEPS
 
 
 @helper
@@ -197,20 +39,9 @@ def radial_interval(closest, inverse_speed_squared, miss_squared, along_axis, ra
 
 
 @helper
-def slab_interval(z0, inverse_dz, parallel, low, high):
-    """_Line.slab_interval: [enter, leave] with low <= z <= high (empty where enter > leave)."""
-    if parallel:
-        inside = z0 >= low and z0 <= high
-        return (-INF, INF) if inside else (INF, -INF)
-    to_low = (low - z0) * inverse_dz
-    to_high = (high - z0) * inverse_dz
-    return minimum(to_low, to_high), maximum(to_low, to_high)
-
-
-@helper
 def torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r):
     """F(t) = (rho - r)^2 + zeta^2 - R^2 and the Newton step F / F' (one division:
-    cylinder_cast._torus_function)."""
+    cast._torus_function)."""
     s = t - closest
     a2s = a2 * s
     rho = np.sqrt(a2s * s + b2)
@@ -223,7 +54,7 @@ def torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r):
 
 @helper
 def concave_piece(closest, a2, b2, zeta0, dz, reach_squared, tolerance, r, low, high):
-    """The first root of F in the concave piece [low, high], inf where none: cylinder_cast's
+    """The first root of F in the concave piece [low, high], inf where none: cast.py's
     _torus_entry for one concave piece, then its _newton for one row (leftward from the
     right end, where F <= 0; a stall from rounding is inside, a hair past the root). The
     convex pieces are the block's jobs (sphere_cast)."""
@@ -249,7 +80,7 @@ def concave_piece(closest, a2, b2, zeta0, dz, reach_squared, tolerance, r, low, 
 @helper
 def torus_entry(x0, y0, z0, dz, rim, r, reach, line, lower, upper, convex, block, jobs, owner):
     """First t in [lower, upper] inside the solid torus around the rim at height ``rim``,
-    inf where none (cylinder_cast._torus_entry for one row), its convex pieces left as
+    inf where none (cast._torus_entry for one row), its convex pieces left as
     jobs of the block (add_job: cast ``owner``, the jobs' count ``jobs`` returned with the
     answer of the concave piece). ``line`` = (closest, a^2, b^2, 1 / a^2)."""
     closest, a2, b2, inverse_speed_squared = line
@@ -294,14 +125,14 @@ def torus_entry(x0, y0, z0, dz, rim, r, reach, line, lower, upper, convex, block
 def tube_entry(
     x0, y0, z0, dz, inverse_dz, parallel, along_axis, r, h, reach, line, lower, block, jobs, owner
 ):
-    """cylinder_cast._tube_entry for one row: the shell between the end planes skipping the
+    """cast._tube_entry for one row: the shell between the end planes skipping the
     hole, or a rim torus crossed before it (its convex pieces left as jobs, torus_entry);
     the answer so far and the jobs' count."""
     closest, _, b2, inverse_speed_squared = line
     outer_enter, outer_leave = radial_interval(
         closest, inverse_speed_squared, b2, along_axis, r + reach
     )
-    slab_enter, slab_leave = slab_interval(z0, inverse_dz, parallel, 0.0, h)
+    slab_enter, slab_leave = slab(z0, dz, inverse_dz, 0.0, h, 0.0)
     enter, leave = maximum(outer_enter, slab_enter), minimum(outer_leave, slab_leave)
     hole = maximum(r - reach, 0.0)
     hole_enter, hole_leave = radial_interval(closest, inverse_speed_squared, b2, along_axis, hole)
@@ -314,7 +145,7 @@ def tube_entry(
     found = distance
     for rim in range(2):
         low, high = (-reach, 0.0) if rim == 0 else (h, h + reach)
-        layer_enter, layer_leave = slab_interval(z0, inverse_dz, parallel, low, high)
+        layer_enter, layer_leave = slab(z0, dz, inverse_dz, low, high, 0.0)
         start = fmax(maximum(outer_enter, layer_enter), lower)
         stop = fmin(minimum(outer_leave, layer_leave), distance)
         if start < stop and not (start > hole_enter and stop < hole_leave):
@@ -349,7 +180,7 @@ def radial_unit(cx, cy, rho):
 
 @helper
 def contact_capped_odd(cx, cy, cz, r, h):
-    """cylinder_cast._contact_capped_odd for one centre, frame coordinates: inside or on
+    """cast._contact_capped_odd for one centre, frame coordinates: inside or on
     the solid (the nearest boundary point and its face's normal) or on the axis (radial
     direction (1, 0) of the frame)."""
     rho = np.sqrt(cx * cx + cy * cy)
@@ -380,7 +211,7 @@ def contact_capped_odd(cx, cy, cz, r, h):
 
 @helper
 def contact_tube_odd(cx, cy, cz, dx, dy, r, h, reach):
-    """cylinder_cast._contact_tube_odd for one centre, frame coordinates: on the wall (the
+    """cast._contact_tube_odd for one centre, frame coordinates: on the wall (the
     wall's normal facing the cast) or on the axis (radial direction (1, 0) of the frame)."""
     rho = np.sqrt(cx * cx + cy * cy)
     ex, ey = radial_unit(cx, cy, rho)
@@ -431,7 +262,7 @@ def add_job(block, jobs, owner, line, r, low, high):
 
 @helper
 def cast_line(x0, y0, dx, dy):
-    """The radial part of the line (cylinder_cast._Line): closest approach to the axis,
+    """The radial part of the line (cast._Line): closest approach to the axis,
     a^2 (radial speed squared), b^2 (miss distance squared), 1 / a^2."""
     a2 = dx * dx + dy * dy
     inverse_speed_squared = 1.0 / (a2 if a2 > 1e-300 else 1e-300)
@@ -444,7 +275,7 @@ def cast_line(x0, y0, dx, dy):
 def box_entries(p0, frame, h, r, capped, placement, starts, ends, radius, begin, count, block):
     """Casts begin ... begin + count - 1 into a block: the cast (cast_direction's unit
     direction and length, bit for bit), its line in the cylinder's frame
-    (cylinder_cast._Line) and the fast path, the first point of the box rho <= r + R,
+    (cast._Line) and the fast path, the first point of the box rho <= r + R,
     -R <= z <= h + R where it is in M, or for the tube the hole's answer (row _T; inf
     where the line misses the box); row _FLAG 1 where the cast needs the whole path.
     Branch-free (SIMD). Returns how many casts are bad (a non-finite start or end)."""
@@ -471,7 +302,7 @@ def box_entries(p0, frame, h, r, capped, placement, starts, ends, radius, begin,
         outer_enter, outer_leave = radial_interval(
             closest, inverse_speed_squared, b2, along_axis, r + reach
         )
-        slab_enter, slab_leave = slab_interval(z0, inverse_dz, parallel, -reach, h + reach)
+        slab_enter, slab_leave = slab(z0, dz, inverse_dz, -reach, h + reach, 0.0)
         enter, leave = maximum(outer_enter, slab_enter), minimum(outer_leave, slab_leave)
         in_box = (enter <= leave) & (leave >= 0.0)
         first = fmax(enter, 0.0)
@@ -506,7 +337,7 @@ def box_entries(p0, frame, h, r, capped, placement, starts, ends, radius, begin,
 @helper
 def write_contacts(p0, frame, h, r, capped, placement, begin, count, block, out):
     """Per cast of a block, at its centre x0 + t d: the nearest point of the cylinder and the
-    normal toward the centre (cylinder_cast._contact_capped or _contact_tube, and their
+    normal toward the centre (cast._contact_capped or _contact_tube, and their
     _odd forms where the centre is inside or on the solid, on the tube's wall or on the
     axis: both computed, one chosen), back in the world and into the outputs as
     write_cast writes them. Branch-free (SIMD; the capped and open forms both computed and
@@ -635,7 +466,7 @@ def _make_sphere_cast(capped):
                         owner,
                     )
                     block[_T, j] = t
-            # Newton's iterations (cylinder_cast._newton, convex) on all jobs together: F at t,
+            # Newton's iterations (cast._newton, convex) on all jobs together: F at t,
             # then _newton's checks and step, so the same answers, bit for bit. First
             # DENSE_SWEEPS sweeps over every job, a finished one keeping its values (selects:
             # LLVM runs the sweep in SIMD, several jobs' square roots and divisions at once);
@@ -712,6 +543,6 @@ _SPHERE_CASTS = {capped: _make_sphere_cast(capped) for capped in (False, True)}
 
 
 def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
-    """Casts start ... stop - 1 (see core/backend.py), by the kernel of the cylinder's kind."""
+    """Casts start ... stop - 1 (see backend.py), by the kernel of the cylinder's kind."""
     cast = _SPHERE_CASTS[arguments[4]]
     return cast(arguments, placement, starts, ends, radius, out, start, stop)

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .vectors import at_least, from_frame, linear_combination
+from ..vectors import at_least, from_frame, linear_combination
 
 # Newton steps per torus piece: quadratic convergence needs < 10; a tangent contact halves
 # the gap per step, so 100 steps take any start within 1e30 of it to float64 resolution.

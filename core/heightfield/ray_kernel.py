@@ -30,20 +30,26 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ..heightfield.grid import BLOCK
-from ..heightfield.walk import FINE_SKIPS, TINY
-from .rays import (
+from ..kernel_common import (
     INF,
     NAN,
+    clamp,
     finite,
+    fmax,
+    fmin,
     helper,
+    maximum,
+    minimum,
     normal_to_world,
     segment_blocked,
     segment_ray,
+    slab,
     to_local,
     transform,
     unit,
 )
+from .grid import BLOCK
+from .walk import FINE_SKIPS, TINY
 
 # Memory: on a terrain too large for the cache each ray reads a random spot of it. From
 # PREFETCH_MIN_CELLS heights the walk asks for what the ray AHEAD rays on will probably
@@ -91,36 +97,6 @@ def _prefetch_intrinsic(typingctx, array, index):
 _prefetch: Any = intrinsic(_prefetch_intrinsic)  # called as _prefetch(array, index)
 
 
-# numpy's NaN semantics, where a NaN may reach: np.minimum/np.maximum propagate it,
-# np.fmin/np.fmax ignore it.
-@helper
-def _minimum(a, b):
-    return a if (a <= b or a != a) else b
-
-
-@helper
-def _maximum(a, b):
-    return a if (a >= b or a != a) else b
-
-
-@helper
-def _fmin(a, b):
-    return a if (a <= b or b != b) else b
-
-
-@helper
-def _fmax(a, b):
-    return a if (a >= b or b != b) else b
-
-
-@helper
-def _clamp(x, lo, hi):
-    """min(max(x, lo), hi) for floats, as Python (and numba's min and max) select: the
-    selects written out, so that no kernel compiles numba's min and max per type."""
-    x = lo if lo > x else x
-    return hi if hi < x else x
-
-
 @helper
 def _node_index(count, stride, size, U, V):
     """Index of the padded node at grid point (U, V) in a level of ``count`` nodes (see
@@ -137,24 +113,11 @@ def _node_index(count, stride, size, U, V):
 
 
 @helper
-def _slab(p0, dp, lo, hi, slack):
-    """Interval of t where p0 + t dp lies in [lo, hi] (shape._slab)."""
-    inverse = 1.0 / dp
-    ta = (lo - p0) * inverse
-    tb = (hi - p0) * inverse
-    if dp == 0:
-        if p0 >= lo - slack and p0 <= hi + slack:
-            return -INF, INF
-        return INF, -INF
-    return _minimum(ta, tb), _maximum(ta, tb)
-
-
-@helper
 def _clip_solid(U0, V0, oz, du, dv, dz, limit, nx, ny, zmin, top, slack_x, slack_y):
     """(t0, t1, face) of Heightfield._clip: the stretch in the footprint box under the
     top, and the face entered (0 origin inside, 1 x wall, 2 y wall, 3 top)."""
-    enter_x, leave_x = _slab(U0, du, 0.0, nx - 1.0, slack_x)
-    enter_y, leave_y = _slab(V0, dv, 0.0, ny - 1.0, slack_y)
+    enter_x, leave_x = slab(U0, du, 1.0 / du, 0.0, nx - 1.0, slack_x)
+    enter_y, leave_y = slab(V0, dv, 1.0 / dv, 0.0, ny - 1.0, slack_y)
     to_top = (top - oz) / dz
     below = oz <= top
     if dz < 0:
@@ -165,10 +128,10 @@ def _clip_solid(U0, V0, oz, du, dv, dz, limit, nx, ny, zmin, top, slack_x, slack
         leave_z = to_top
     else:
         leave_z = INF if (below or dz < 0) else -INF
-    t0 = _maximum(_maximum(enter_x, enter_y), _maximum(enter_z, 0.0))
-    t1 = _minimum(_minimum(leave_x, leave_y), _minimum(leave_z, limit))
+    t0 = maximum(maximum(enter_x, enter_y), maximum(enter_z, 0.0))
+    t1 = minimum(minimum(leave_x, leave_y), minimum(leave_z, limit))
     to_bottom = (zmin - oz) / dz if dz < 0 else INF
-    t1 = _minimum(t1, _maximum(to_bottom, t0))
+    t1 = minimum(t1, maximum(to_bottom, t0))
     if t0 == 0.0:
         face = 0
     elif t0 == enter_x:
@@ -221,7 +184,7 @@ def _piece_root(g_start, g_end, start, end, tol, touch_at_start):
     if g_start <= 0.0:
         return start
     if g_end < g_start and g_end <= tol:
-        return start + (end - start) * _minimum(g_start / (g_start - g_end), 1.0)
+        return start + (end - start) * minimum(g_start / (g_start - g_end), 1.0)
     if g_start <= tol and touch_at_start:
         return start
     return INF
@@ -253,11 +216,11 @@ def _cell_triangles(h00, h10, h01, h11, tol, anti, a, i, j, U0, V0, oz, du, dv, 
     la = (oz + ta * dz - c1) - a1 * ua - b1 * va
     slope = dz - a1 * du - b1 * dv
     lb = tb - ta
-    lm = _fmin(_fmax(-wa / dw, 0.0), lb)
-    ga = la - sigma * _maximum(wa, 0.0)
-    gm = la + slope * lm - sigma * _maximum(wa + dw * lm, 0.0)
-    gb = la + slope * lb - sigma * _maximum(wa + dw * lb, 0.0)
-    if not (_fmin(_fmin(ga, gm), gb) <= tol * (1.0 if lb > 0 else 0.0)):
+    lm = fmin(fmax(-wa / dw, 0.0), lb)
+    ga = la - sigma * maximum(wa, 0.0)
+    gm = la + slope * lm - sigma * maximum(wa + dw * lm, 0.0)
+    gb = la + slope * lb - sigma * maximum(wa + dw * lb, 0.0)
+    if not (fmin(fmin(ga, gm), gb) <= tol * (1.0 if lb > 0 else 0.0)):
         return False, 0.0, 0.0, 0.0
     first = _piece_root(ga, gm, 0.0, lm, tol, lm > 0)
     early = first < INF
@@ -281,19 +244,19 @@ def _cell_bilinear(h00, h10, h01, h11, tol, i, j, U0, V0, oz, du, dv, dz, ta, tb
     g2 = -c * du * dv
     length = tb - ta
     g_end = g0 + length * (g1 + length * g2)
-    vertex = _fmin(_fmax(-g1 / (2.0 * g2), 0.0), length)
+    vertex = fmin(fmax(-g1 / (2.0 * g2), 0.0), length)
     g_vertex = g0 + vertex * (g1 + vertex * g2)
-    if not (_fmin(_fmin(g0, g_end), g_vertex) <= tol * (1.0 if length > 0 else 0.0)):
+    if not (fmin(fmin(g0, g_end), g_vertex) <= tol * (1.0 if length > 0 else 0.0)):
         return False, 0.0, 0.0, 0.0
     discriminant = g1 * g1 - 4.0 * g2 * g0
     real = discriminant >= 0
-    q = -0.5 * (g1 + math.copysign(math.sqrt(_maximum(discriminant, 0.0)), g1))
+    q = -0.5 * (g1 + math.copysign(math.sqrt(maximum(discriminant, 0.0)), g1))
     r1, r2 = q / g2, g0 / q
     if not (real and r1 >= 0 and r1 <= length):
         r1 = INF
     if not (real and r2 >= 0 and r2 <= length):
         r2 = INF
-    root = _minimum(r1, r2)
+    root = minimum(r1, r2)
     rooted = abs(root) < INF
     if g0 <= 0.0 or (g0 <= tol and (g1 >= 0.0 or not rooted)):
         distance = 0.0
@@ -331,8 +294,8 @@ def _coherent_order(arguments, placement, origins, start, stop):
         line = (oy - y0) / dy * (1.0 / BLOCK)
         key = 0
         if abs(column) < INF and abs(line) < INF:
-            key = np.int64(_clamp(line, 0.0, nby - 1.0)) * nbx + np.int64(
-                _clamp(column, 0.0, nbx - 1.0)
+            key = np.int64(clamp(line, 0.0, nby - 1.0)) * nbx + np.int64(
+                clamp(column, 0.0, nbx - 1.0)
             )
         keys[r] = key
         starts[key + 1] += 1
@@ -372,8 +335,8 @@ def _prefetch_ray(
         U = U0 + t * du
         V = V0 + t * dv
         if abs(U) < INF and abs(V) < INF:
-            i = np.int64(_clamp(U, 0.0, nx - 2.0))
-            j = np.int64(_clamp(V, 0.0, ny - 2.0))
+            i = np.int64(clamp(U, 0.0, nx - 2.0))
+            j = np.int64(clamp(V, 0.0, ny - 2.0))
             _prefetch(heights, j * nx + i)
             _prefetch(heights, (j + 1) * nx + i)
             _prefetch(nodes, inner_at + (j + 1) * inner_stride + i + 1)
@@ -397,14 +360,14 @@ def _skip(
     levels = reach_levels[terrain]
     level = reach_first[terrain] + (levels - 1 - skip if skip < levels - 1 else 0)
     size = node_size[level]
-    at = _minimum(tc, t1)
+    at = minimum(tc, t1)
     k = _node_index(node_count[level], node_stride[level], size, U0 + at * du, V0 + at * dv)
     top = nodes[node_offset[level] + k]
     if dz >= 0:
         down = INF if wz + tc * dz > top else tc
     else:
         down = (top - wz) * inv_dz
-    return _maximum(tc, _minimum(tc + size * inv_chebyshev, down))
+    return maximum(tc, minimum(tc + size * inv_chebyshev, down))
 
 
 # Divisions by zero give inf or NaN as in numpy (the reference divides freely, e.g. by a
@@ -422,7 +385,7 @@ def _make_trace(bilinear, solid, any_hit):
 
         ``any_hit``: the rows are segments (``origins`` the starts, ``directions`` the ends,
         ``max_distance[0]`` the fraction trimmed at both ends) and only ``out[0]`` is written,
-        True where the segment is blocked (core/occlusion.py: the ray from the trimmed start
+        True where the segment is blocked (core/reference.py: the ray from the trimmed start
         over the trimmed length, as its numpy reference computes it); the walk is the same,
         it ends at the first cell that meets the segment."""
         x0, y0, dx, dy, nx, ny = arguments[:6]
@@ -496,17 +459,17 @@ def _make_trace(bilinear, solid, any_hit):
                         slack_x, slack_y,
                     )  # fmt: skip
                 else:  # Heightfield._cast_surface: the footprint between the mirror's and our tops
-                    enter_x, leave_x = _slab(U0, du, 0.0, nx - 1.0, slack_x)
-                    enter_y, leave_y = _slab(V0, dv, 0.0, ny - 1.0, slack_y)
-                    enter_z, leave_z = _slab(lz, dz, -top_mirror, top_above, 0.0)
-                    t0 = _maximum(_maximum(enter_x, enter_y), _maximum(enter_z, 0.0))
-                    t1 = _minimum(_minimum(leave_x, leave_y), _minimum(leave_z, limit * stretch))
+                    enter_x, leave_x = slab(U0, du, 1.0 / du, 0.0, nx - 1.0, slack_x)
+                    enter_y, leave_y = slab(V0, dv, 1.0 / dv, 0.0, ny - 1.0, slack_y)
+                    enter_z, leave_z = slab(lz, dz, 1.0 / dz, -top_mirror, top_above, 0.0)
+                    t0 = maximum(maximum(enter_x, enter_y), maximum(enter_z, 0.0))
+                    t1 = minimum(minimum(leave_x, leave_y), minimum(leave_z, limit * stretch))
                     below = dz > 0
                     if t0 <= t1 and not (t0 == enter_z and enter_z > 0):
                         U = U0 + t0 * du
                         V = V0 + t0 * dv
-                        i = np.int64(_clamp(np.floor(U), 0.0, nx - 2.0))
-                        j = np.int64(_clamp(np.floor(V), 0.0, ny - 2.0))
+                        i = np.int64(clamp(np.floor(U), 0.0, nx - 2.0))
+                        j = np.int64(clamp(np.floor(V), 0.0, ny - 2.0))
                         k = j * nx + i
                         anti = has_anti and anti_of[j * (nx - 1) + i] > 0
                         h = _surface_height(
@@ -544,7 +507,7 @@ def _make_trace(bilinear, solid, any_hit):
                 state[member, 22] = 1.0
                 if t0 <= t1:
                     state[member, 23] = 1.0 / dz if dz < 0 else 0.0
-                    state[member, 24] = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
+                    state[member, 24] = (1.0 - 1e-9) / maximum(abs(du), abs(dv))
             # -- walk.start_walk: one skip per pyramid level, coarsest first, the group's rays
             # step by step together --------------------------------------------------------------
             # (none for a ray not set up or whose clipped stretch is empty)
@@ -602,7 +565,7 @@ def _make_trace(bilinear, solid, any_hit):
                     # 1 / dz for descending rays, else 0, as walk._enter_block
                     negative = 0.0 if 0.0 < dz else dz  # min(dz, 0.0)
                     inv_dz = negative / (negative * negative + (1.0 if dz >= 0 else 0.0))
-                    inv_chebyshev = (1.0 - 1e-9) / _maximum(abs(du), abs(dv))
+                    inv_chebyshev = (1.0 - 1e-9) / maximum(abs(du), abs(dv))
                     heights_at = terrain * cells
                     blocks_at = terrain * blocks
                     inner = inner_first[terrain]
@@ -610,14 +573,14 @@ def _make_trace(bilinear, solid, any_hit):
                     column = np.floor((U0 + tc * du) * (1.0 / BLOCK))
                     line = np.floor((V0 + tc * dv) * (1.0 / BLOCK))
                     walking = abs(column) < INF and abs(line) < INF
-                    Ib = np.int64(_clamp(column, 0.0, nbx - 1.0)) * BLOCK if walking else 0
-                    Jb = np.int64(_clamp(line, 0.0, nby - 1.0)) * BLOCK if walking else 0
+                    Ib = np.int64(clamp(column, 0.0, nbx - 1.0)) * BLOCK if walking else 0
+                    Jb = np.int64(clamp(line, 0.0, nby - 1.0)) * BLOCK if walking else 0
                     while walking:
                         # -- one block ----------------------------------------------------------
                         tbx = (Ib + px * BLOCK - U0) * inv_du
                         tby = (Jb + py * BLOCK - V0) * inv_dv
-                        te = _maximum(_minimum(_minimum(tbx, tby), t1), tc)
-                        zlow = wz + _minimum(tc * dz, te * dz)
+                        te = maximum(minimum(minimum(tbx, tby), t1), tc)
+                        zlow = wz + minimum(tc * dz, te * dz)
                         block = (Jb // BLOCK) * nbx + Ib // BLOCK
                         block = 0 if 0 > block else block  # min(max(block, 0), blocks - 1)
                         block = blocks - 1 if blocks - 1 < block else block
@@ -625,9 +588,9 @@ def _make_trace(bilinear, solid, any_hit):
                         if zlow <= top:  # block tops include the cells' tolerances
                             # -- walk._enter_block: from where the ray comes down to the block max
                             to_top = (top - wz) / dz
-                            ta = _fmax(tc, to_top) if dz < 0 else tc
-                            tf = _minimum(te, to_top) if dz > 0 else te
-                            ta = _minimum(ta, tf)
+                            ta = fmax(tc, to_top) if dz < 0 else tc
+                            tf = minimum(te, to_top) if dz > 0 else te
+                            ta = minimum(ta, tf)
                             for level in range(inner, inner_end):
                                 size = node_size[level]
                                 k = _node_index(
@@ -638,24 +601,24 @@ def _make_trace(bilinear, solid, any_hit):
                                     V0 + ta * dv,
                                 )
                                 node = nodes[node_offset[level] + k]
-                                ta = _maximum(
-                                    ta, _minimum(ta + size * inv_chebyshev, (node - wz) * inv_dz)
+                                ta = maximum(
+                                    ta, minimum(ta + size * inv_chebyshev, (node - wz) * inv_dz)
                                 )
-                            ta = _minimum(ta, tf)
+                            ta = minimum(ta, tf)
                             column = np.floor(U0 + ta * du)
                             line = np.floor(V0 + ta * dv)
                             if not (abs(column) < INF and abs(line) < INF):
                                 break
                             last_i = nx - 1 if nx - 1 < Ib + BLOCK else Ib + BLOCK
                             last_j = ny - 1 if ny - 1 < Jb + BLOCK else Jb + BLOCK
-                            i = np.int64(_clamp(column, float(Ib), float(last_i - 1)))
-                            j = np.int64(_clamp(line, float(Jb), float(last_j - 1)))
+                            i = np.int64(clamp(column, float(Ib), float(last_i - 1)))
+                            j = np.int64(clamp(line, float(Jb), float(last_j - 1)))
                             # -- its cells, Amanatides-Woo, exits from the integer indices -------
                             found = False
                             while True:
                                 cbx = (i + px - U0) * inv_du
                                 cby = (j + py - V0) * inv_dv
-                                tb = _maximum(_minimum(_minimum(cbx, cby), tf), ta)
+                                tb = maximum(minimum(minimum(cbx, cby), tf), ta)
                                 corner = heights_at + j * nx + i
                                 h00, h10 = heights[corner], heights[corner + 1]
                                 h01, h11 = heights[corner + nx], heights[corner + nx + 1]
@@ -714,7 +677,7 @@ def _make_trace(bilinear, solid, any_hit):
                 elif nx_ * lux + ny_ * luy + nz_ * luz > 0.0:
                     nx_, ny_, nz_ = -nx_, -ny_, -nz_
                 nx_, ny_, nz_ = normal_to_world(placement, nx_, ny_, nz_)
-                # The result as kernels.rays.write_ray_hits writes it: a hit for 0 <= t <= limit;
+                # The result as kernel_common.write_ray_hits writes it: a hit for 0 <= t <= limit;
                 # at t = 0 a solid's normal is -direction, a surface keeps its own.
                 t = t / stretch
                 found = t <= limit and t < INF
@@ -869,7 +832,7 @@ def _ordered_rays(arguments, placement, origins, directions, max_distance, start
     gathered into it (in short loops of their own, whose memory accesses overlap; inside
     the long walk they would wait one by one). The gathered arrays have the types the
     drivers pass (core/backend.py), so the walk compiles once for both orders. The sphere
-    casts gather theirs with it too (kernels/heightfield_cast.py: starts, ends, radii)."""
+    casts gather theirs with it too (cast_kernel.py: starts, ends, radii)."""
     count = stop - start
     per_ray = max_distance.shape[0] == origins.shape[0]
     order = _coherent_order(arguments, placement, origins, start, stop)
@@ -904,23 +867,9 @@ def _scatter_hits(order, results, out):
 
 
 def occluded(arguments, placement, starts, ends, trim, out, start, stop):
-    """Segments start ... stop - 1 (see core/backend.py and core/occlusion.py): out[0][row]
+    """Segments start ... stop - 1 (see backend.py and queries.py): out[0][row]
     True where the terrain meets the segment, trimmed by ``trim[0]`` of its length at both
     ends: the terrain's any-hit walk, which stops at the first cell that meets it and
     writes nothing but the flag."""
     trace = _trace(arguments, True)
     return trace(arguments, placement, starts, ends, trim, out, start, stop)
-
-
-# Sphere casts: kernels/heightfield_cast.py (imported with this module, so that its kernels
-# are decorated while backend.kernels points numba at our cache; it compiles on first use).
-# Imported as a module and its sphere_cast looked up when called: imported first, it imports
-# this module, which then finds it here half made.
-from . import heightfield_cast  # noqa: E402
-
-
-def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
-    """Sphere casts start ... stop - 1: heightfield_cast.sphere_cast."""
-    return heightfield_cast.sphere_cast(
-        arguments, placement, starts, ends, radius, out, start, stop
-    )
