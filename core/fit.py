@@ -20,7 +20,7 @@ from itertools import combinations
 
 import numpy as np
 
-from . import Placed
+from .placed import Placed
 
 RELATIVE_TOLERANCE = 1e-5
 FLOAT32_ULPS = 4  # vertices are float32, computed in float32: a few ulps of noise

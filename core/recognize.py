@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import Cylinder, Heightfield, Sphere
+from .cylinder import Cylinder
 from .fit import (
     fit_sphere,
     float32_noise,
@@ -45,6 +45,8 @@ from .fit import (
     snapped,
     two_parallel_planes,
 )
+from .heightfield import Heightfield
+from .sphere import Sphere
 from .vectors import plane_basis
 
 MIN_CYLINDER_SEGMENTS = 5

@@ -12,7 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import Cylinder, Heightfield, Placed, Sphere, occluded, raycast, sphere_cast
+from .cylinder import Cylinder
+from .heightfield import Heightfield
+from .placed import Placed
+from .queries import occluded, raycast, sphere_cast
+from .sphere import Sphere
 
 
 class TargetError(ValueError):

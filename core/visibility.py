@@ -167,7 +167,7 @@ def window_visibility(heights, origin, spacing, window, observer, options, like,
     Heightfield whose model (surface, solid, diagonals) the window takes;
     ``whole``: that terrain itself when the window is the whole grid (the same floats as a
     window built anew, its kernel data kept between observers)."""
-    from . import occluded
+    from .queries import occluded
 
     j0, j1, i0, i1 = window
     x, y = vertex_coordinates(origin, spacing, window)
