@@ -159,9 +159,8 @@ def read_rays(origins, directions, begin, count, block):
 def rare_helper(function):
     """A :func:`helper` that LLVM does not inline: code that runs rarely (out of the loop's
     way, e.g. read_rays's fix-up of extreme lengths), or whose work dwarfs a call
-    (heightfield_cast's nearest point of one cell), called instead, so each kernel's module stays
-    small and fast to optimize (with the reshapes below, the cylinder's raycast first use
-    2.8 -> 2.3 s CPU)."""
+    (heightfield/cast_kernel.py's nearest point of one cell), called instead, so each kernel's
+    module stays small and fast to optimize."""
     # numba's options without a Python wrapper are missing from its type stubs.
     return njit(  # type: ignore[call-overload]
         no_cpython_wrapper=True, no_cfunc_wrapper=True, error_model="numpy"
@@ -264,7 +263,7 @@ def load(rows, i):
 
 @helper
 def segment_ray(sx, sy, sz, ex, ey, ez, trim_fraction, dimension):
-    """occlusion.segment_rays and the trim of occlusion._occluded_part for one segment: the
+    """core/reference.py's segment_rays and the trim of its _occluded_part for one segment: the
     ray from the trimmed start, its unit direction (the last axis for a zero-length
     segment), the trimmed length to look along, and the segment's length. Divided by the
     scale and the length as segment_rays does (scaled_unit multiplies by reciprocals, which
@@ -293,7 +292,7 @@ def segment_ray(sx, sy, sz, ex, ey, ez, trim_fraction, dimension):
 
 @helper
 def segment_blocked(t, limit, length, solid):
-    """occlusion._occluded_part's answer for a hit distance t (world, inf or NaN for none):
+    """reference._occluded_part's answer for a hit distance t (world, inf or NaN for none):
     blocked within the trimmed length; a zero-length segment only inside a solid."""
     blocked = t <= limit and t < INF
     if length == 0.0:
