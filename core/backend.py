@@ -118,12 +118,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .protocol import Shape
 
-PARALLEL_MIN = 2048  # rays; below this one thread (handing blocks to threads costs ~50 us)
+PARALLEL_MIN = 2048  # rays; below this one thread (handing blocks to threads costs more)
 
 # The latency rule's costs of waiting for a kernel, CPU seconds on a 2-core VM
 # (bench/bench_first_use.py): importing numba, then compiling one kind of query (a
 # kernel module's query for one shape model and one kind of placement). A kind loaded from
-# the cache costs ~0.05 s, but whether the cache holds it is unknown until it is loaded, so
+# the cache costs far less, but whether the cache holds it is unknown until it is loaded, so
 # the rule counts a compile.
 NUMBA_IMPORT_SECONDS = 0.4
 COMPILE_SECONDS = {
@@ -138,7 +138,7 @@ COMPILE_SECONDS = {
     ("heightfield", "sphere_cast"): 7.9,
     ("heightfield_crossings", "records"): 3.2,
 }
-UNKNOWN_COMPILE_SECONDS = 8.0  # a kind missing above: the longest measured
+UNKNOWN_COMPILE_SECONDS = 8.0  # a kind missing above: above the longest listed
 
 # The module (under core/) holding each family's kernel of each query: a shape names its
 # family (``kernel_family``), the query picks the module.

@@ -55,9 +55,6 @@ from .walk import FINE_SKIPS, TINY
 # PREFETCH_MIN_CELLS heights the walk asks for what the ray AHEAD rays on will probably
 # read (_prefetch_ray); from SORT_MIN_CELLS heights, and SORT_MIN_RAYS rays per thread,
 # rays are also traced in the order of the block they start over (_coherent_order).
-# Measured (one thread, CPU time per ray, 100k rays from above): the 403 x 344 DEM 370 ns
-# plain, 280 prefetched, 300 sorted too; its 1024 x 1024 tiling 600 plain, 410
-# prefetched, 375 sorted, 315 both.
 PREFETCH_MIN_CELLS = 1 << 14
 AHEAD = 4
 SORT_MIN_CELLS = 1 << 19
@@ -407,9 +404,7 @@ def _make_trace(bilinear, solid, any_hit):
         bad = 0
         # Rays go in groups of GROUP: each is set up (clip), then all are moved on by the
         # hierarchy step by step together (_skip: per ray a chain of dependent reads and
-        # roundings; the CPU runs the group's chains at once), then each is walked. Measured
-        # (one thread, 100k rays from above on the DEM): 260 ns per ray one by one, 215 in
-        # pairs, 200 in groups of 4 (8: the same).
+        # roundings; the CPU runs the group's chains at once), then each is walked.
         # (One array of state, columns 25 and 26 the skips each ray takes and where they have
         # brought it: each other array would be a compile of np.empty of its own.)
         state = np.empty((GROUP, 27))
