@@ -1,21 +1,17 @@
 """Which implementation answers a query: a compiled numba kernel or the numpy reference.
 
 Both give the same answers bit for bit; the numpy modules are the readable reference. The
-choice serves latency (the latency rule): a query runs on its compiled kernel when
-
-* that kernel is already loaded in this process (a query of its kind ran compiled here, or
-  core/prepare.py's background loader loaded it), or
-* numpy's expected time for the batch exceeds the wait for the kernel: importing numba
-  (once per process) plus compiling that kind (``COMPILE_SECONDS``). Each shape estimates
-  numpy's time for a batch (``numpy_seconds(query, n)``) from its measured cost per call
-  and per ray,
-
-and on the numpy reference otherwise, so a small query never waits for a compile. Where the
-background preparation failed (core/prepare.py), only loaded kernels run. The environment
-variable ``GEOMETRY_QUERIES_BACKEND=numpy`` forces the numpy reference, ``=numba`` the
-kernels whatever they cost (failing clearly without numba); ``use(name)`` does the same for
-a ``with`` block in the calling thread (tests compare the two). ``backend()`` names the
-backend in charge: "numba" when the compiled kernels may answer, else "numpy".
+latency rule (docs/DESIGN.md, "Backends and the latency rule"): a query runs on its compiled
+kernel when that kernel is already loaded in this process (a query of its kind ran compiled
+here, or core/prepare.py's background loader loaded it), or when numpy's expected time for
+the batch (the shape's ``numpy_seconds(query, n)``) exceeds the wait for the kernel:
+importing numba (once per process) plus compiling that kind (``COMPILE_SECONDS``); on the
+numpy reference otherwise, so a small query never waits for a compile. Where the background
+preparation failed, only loaded kernels run. ``GEOMETRY_QUERIES_BACKEND=numpy`` forces the
+numpy reference, ``=numba`` the kernels whatever they cost (failing clearly without numba);
+``use(name)`` does the same for a ``with`` block in the calling thread (tests compare the
+two). ``backend()`` names the backend in charge: "numba" when the compiled kernels may
+answer, else "numpy".
 
 How a shape plugs in (core/sphere/ray_kernel.py is a complete example), through the shape
 protocol (core/protocol.py):
@@ -49,55 +45,18 @@ protocol (core/protocol.py):
 * :func:`kernel` runs a batch: in the calling thread below ``PARALLEL_MIN`` rays (small
   batches must not pay for threads), else split into one block per thread
   (``NUMBA_NUM_THREADS``, default: all cores), the kernels releasing the GIL. Threads of our
-  own rather than ``parallel=True``/``prange``: a prange loop costs 1.5-2 s more to compile
-  on first use (measured), it recompiles every helper for the parallel target.
+  own rather than ``parallel=True``/``prange``: a prange loop recompiles every helper for
+  the parallel target, a longer first use.
 
-First use: compiling is most of it (targets: <= 2 s for the first query of a kind in a fresh
-process, <= 0.3 s once the kernel is cached; bench/bench_first_use.py measures every kind).
-numba compiles a function again for every new combination of argument types, and its time
-goes mostly into its own Python passes (typing, lowering), growing with the code it sees
-(and a little faster than it: moving heightfield/ray_kernel.py's _skip helper into the walk made the
-terrain's first use ~0.3 s slower). Every kernel follows these rules:
-
-* Entry points (the functions :func:`kernel` calls) are ``@njit(cache=True, nogil=True,
-  error_model="numpy")`` and receive exactly what the drivers pass: rays and per-ray values
-  as float64, C-contiguous, writable arrays (core/queries.py's ``_kernel_array`` copies
-  anything else), ``out`` as fresh arrays, placement None or kernel_common.placement's
-  tuple. tests/core/test_kernel_signatures.py checks that every cached kernel compiled one
-  signature per kind of placement, for inputs in every form a caller may use.
-* Everything else a kernel calls is a ``@helper`` (kernel_common.py): no Python wrappers, not
-  cached on its own, inlined by LLVM. Not ``inline="always"`` (numba re-processes the
-  callee at every call site: the cylinder's raycast took 2.4 s instead of 1.6 s) and not
-  ``@njit(cache=True)`` (wrappers and a cache entry each). A helper has no Python wrapper:
-  calling one from Python crashes; call it from an ``@njit`` function. Code that rarely
-  runs (read_rays's fix-up of extreme direction lengths) is a ``@rare_helper``: called, not
-  inlined, so it does not grow every kernel that LLVM optimizes. Fewer, larger helpers
-  compile faster than many small ones (each is a function numba types and LLVM optimizes
-  on its own before inlining): a loop of a few lines goes into its caller, and a kernel
-  writes ``rows.reshape(rows.size)`` and a select rather than calling a function or ``min()``.
-* A kernel holds only the code its case runs. A kernel serving several models is made per
-  model by a factory whose constants (bools) the function closes over
-  (heightfield/ray_kernel.py's ``_make_trace``: TRIANGLES or BILINEAR, solid or surface, ray
-  or segment): numba's dead-branch pruning drops the other models' branches before typing, and
-  numba caches each closure under its constants. Python picks the kernel
-  (heightfield/ray_kernel.py's ``raycast``), and glue between kernels stays in Python (the
-  large terrain's gather, walk, scatter), so that one query compiles only what it runs.
-  Measured: terrain raycast 4.3 -> 3.6 s, occluded 4.6 -> 3.2 s CPU;
-  heightfield/cast_kernel.py's ``_make_cast_rows`` (solid or surface): a cast on a surface 5.5
-  -> 4.9 s.
-* A kernel calling a compiled function with a literal (``0``, ``False``) compiles it for
-  that literal's own type: pass a variable computed at run time, or let Python choose.
-* numpy functions and Python builtins are compiled from numba's own implementations, per
-  argument types, on first use: each ``np.empty`` signature ~0.1 s, ``np.zeros`` ~0.2 s,
-  ``np.sort`` ~1 s (the raycast_all kernel merges its sorted sequences instead: 3.5 ->
-  2.2 s), ``min``/``max``/``int`` 0.03-0.08 s per signature. Allocate few, alike arrays
-  (the terrain walk keeps its group's state in one), write selects
-  (``b if b < a else a`` is ``min(a, b)``; kernel_common.py's ``clamp``) and ``np.int64``
-  casts, and measure a new kernel with bench/bench_first_use.py.
-* Tried and dropped (first use, CPU): numba-level inlining of the walk's single-call helpers
-  (``inline="always"``) +0.6 s; the walk's cells and blocks as a helper of their own, and
-  kernel_common.to_local with the matrix products written out instead of calling
-  ``transform``: no change beyond the VM's noise.
+Every kernel follows the rules in docs/DESIGN.md ("Writing kernels"), which keep its first
+use short (compiling is most of it): entry points ``@njit(cache=True, nogil=True,
+error_model="numpy")`` that receive exactly what the drivers pass, so each compiles one
+signature per kind of placement (tests/core/test_kernel_signatures.py checks it); everything
+else a ``@helper`` or ``@rare_helper`` (kernel_common.py); one kernel per model, made by a
+factory closing over its constants (heightfield/ray_kernel.py's ``_make_trace``); no
+literals into compiled calls; selects and few, alike arrays rather than numba's own ``min``,
+``max``, ``np.zeros`` or ``np.sort``. Measure a new or grown kernel with
+bench/bench_first_use.py.
 """
 
 from __future__ import annotations
@@ -118,12 +77,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .protocol import Shape
 
-PARALLEL_MIN = 2048  # rays; below this one thread (handing blocks to threads costs ~50 us)
+PARALLEL_MIN = 2048  # rays; below this one thread (handing blocks to threads costs more)
 
 # The latency rule's costs of waiting for a kernel, CPU seconds on a 2-core VM
 # (bench/bench_first_use.py): importing numba, then compiling one kind of query (a
 # kernel module's query for one shape model and one kind of placement). A kind loaded from
-# the cache costs ~0.05 s, but whether the cache holds it is unknown until it is loaded, so
+# the cache costs far less, but whether the cache holds it is unknown until it is loaded, so
 # the rule counts a compile.
 NUMBA_IMPORT_SECONDS = 0.4
 COMPILE_SECONDS = {
@@ -138,7 +97,7 @@ COMPILE_SECONDS = {
     ("heightfield", "sphere_cast"): 7.9,
     ("heightfield_crossings", "records"): 3.2,
 }
-UNKNOWN_COMPILE_SECONDS = 8.0  # a kind missing above: the longest measured
+UNKNOWN_COMPILE_SECONDS = 8.0  # a kind missing above: above the longest listed
 
 # The module (under core/) holding each family's kernel of each query: a shape names its
 # family (``kernel_family``), the query picks the module.

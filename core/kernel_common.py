@@ -12,12 +12,12 @@ Placed; a nested Placed is one matrix here and agrees to rounding).
 Helpers are compiled as :func:`helper` (LLVM inlines them into each kernel). A ray kernel (see
 sphere/ray_kernel.py) flattens its (N, 3) arrays first (``rows.reshape(rows.size)``, a view: the
 helpers take those and index ``3 * j + axis``, a stride LLVM knows, so it turns the copies
-between rows and the block into SIMD shuffles; measured: the read 2.3x, the write 2x faster than
-``rows[begin + j, axis]``; a direct reshape, not a function of ours: that would be one more to
-compile) and loops over blocks of ``BLOCK`` rays: ``read_rays`` copies a block's rows into
-columns, makes the directions unit and counts bad rays; per ray ``ray_in_block``, ``to_local``
-(the shape's local space), its own one-ray function, ``normal_to_world`` and ``keep_hit``; then
-``write_ray_hits`` writes the block's results.
+between rows and the block into SIMD shuffles, faster than ``rows[begin + j, axis]``; a direct
+reshape, not a function of ours: that would be one more to compile) and loops over blocks of
+``BLOCK`` rays: ``read_rays`` copies a block's rows into columns, makes the directions unit and
+counts bad rays; per ray ``ray_in_block``, ``to_local`` (the shape's local space), its own
+one-ray function, ``normal_to_world`` and ``keep_hit``; then ``write_ray_hits`` writes the
+block's results.
 """
 
 import numpy as np
@@ -31,13 +31,11 @@ BLOCK = 256  # rays per block: its rows stay in the L1 cache
 def helper(function):
     """A compiled function that only kernels call, never Python (the way to write every
     per-ray helper, see core/backend.py): compiled once per argument types, without the
-    wrappers that would let Python call it (they cost ~20 ms of compile each, more for a
-    tuple of arrays), not cached on its own (the kernels calling it are, with its code
-    inside), and inlined by LLVM into each caller (``forceinline``: as fast as code
-    written in the loop). Measured on the cylinder's raycast: 1.6 s to compile against
-    2.3-2.5 s with numba's own inlining (``inline="always"``, which re-processes the
-    callee at every call site), the same time per ray (without ``forceinline`` 4x slower
-    per ray: calls in the loop stop LLVM's vectorizing). Never call one from Python: without
+    wrappers that would let Python call it (each costs compile time), not cached on its own
+    (the kernels calling it are, with its code inside), and inlined by LLVM into each caller
+    (``forceinline``: as fast as code written in the loop; calls in the loop would stop
+    LLVM's vectorizing), not by numba (``inline="always"`` re-processes the callee at every
+    call site: a slower compile for the same time per ray). Never call one from Python: without
     its wrapper that crashes the process (a test calls it from an ``@njit`` function)."""
     # numba's options without a Python wrapper are missing from its type stubs.
     return njit(  # type: ignore[call-overload]
@@ -120,8 +118,7 @@ def box_gap_squared(xa, xb, ya, yb, bottom, top, x, y, z):
 def read_block(first, second, begin, count, block):
     """Rows begin..begin+count of two flattened (N, 3) arrays into rows 0-2
     and 3-5 of ``block``, one column per ray: the loop over a block then reads contiguous
-    rows, which LLVM turns into SIMD code (measured 3x faster than reading the (N, 3) rows
-    in it)."""
+    rows, which LLVM turns into SIMD code (faster than reading the (N, 3) rows in it)."""
     first = first[3 * begin : 3 * (begin + count)]
     second = second[3 * begin : 3 * (begin + count)]
     for j in range(count):
@@ -159,9 +156,8 @@ def read_rays(origins, directions, begin, count, block):
 def rare_helper(function):
     """A :func:`helper` that LLVM does not inline: code that runs rarely (out of the loop's
     way, e.g. read_rays's fix-up of extreme lengths), or whose work dwarfs a call
-    (heightfield_cast's nearest point of one cell), called instead, so each kernel's module stays
-    small and fast to optimize (with the reshapes below, the cylinder's raycast first use
-    2.8 -> 2.3 s CPU)."""
+    (heightfield/cast_kernel.py's nearest point of one cell), called instead, so each kernel's
+    module stays small and fast to optimize."""
     # numba's options without a Python wrapper are missing from its type stubs.
     return njit(  # type: ignore[call-overload]
         no_cpython_wrapper=True, no_cfunc_wrapper=True, error_model="numpy"
@@ -264,7 +260,7 @@ def load(rows, i):
 
 @helper
 def segment_ray(sx, sy, sz, ex, ey, ez, trim_fraction, dimension):
-    """occlusion.segment_rays and the trim of occlusion._occluded_part for one segment: the
+    """core/reference.py's segment_rays and the trim of its _occluded_part for one segment: the
     ray from the trimmed start, its unit direction (the last axis for a zero-length
     segment), the trimmed length to look along, and the segment's length. Divided by the
     scale and the length as segment_rays does (scaled_unit multiplies by reciprocals, which
@@ -293,7 +289,7 @@ def segment_ray(sx, sy, sz, ex, ey, ez, trim_fraction, dimension):
 
 @helper
 def segment_blocked(t, limit, length, solid):
-    """occlusion._occluded_part's answer for a hit distance t (world, inf or NaN for none):
+    """reference._occluded_part's answer for a hit distance t (world, inf or NaN for none):
     blocked within the trimmed length; a zero-length segment only inside a solid."""
     blocked = t <= limit and t < INF
     if length == 0.0:

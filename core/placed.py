@@ -85,7 +85,7 @@ class Placed:
         return self.shape.kernel_variant
 
     def numpy_seconds(self, query: str, n: int) -> float:
-        """The inner shape's, with the moves to local space and back (~1.5x, measured)."""
+        """The inner shape's, with the moves to local space and back (half as much again)."""
         return 1.5 * self.shape.numpy_seconds(query, n)
 
     def kernel_arguments(self, query: str):

@@ -355,7 +355,7 @@ def check_finite(points: np.ndarray, name: str = "The mesh"):
     e.g. from a shape key, a Displace modifier or a script): checked before any fit, whose
     linear algebra would fail on it with a message of its own."""
     finite = np.isfinite(points)
-    if not finite.all():  # (flat: a reduction along the length-3 axis costs 100x more)
+    if not finite.all():  # (flat: a reduction along the length-3 axis is far slower)
         index = int(np.argmin(finite.all(axis=1)))
         x, y, z = (float(value) for value in points[index])
         raise NotRecognized(

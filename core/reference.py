@@ -48,17 +48,15 @@ if TYPE_CHECKING:
 ON_SEGMENT_END = 1e-9
 
 # Rays per chunk: temporaries of 256 KB, a few of which fit the 1 MB L2 cache, while the
-# ~1 us fixed cost of each numpy call is spread over many rays. Measured on 100k and 1M rays
-# (with the allocator warm-up below): 8-12 % faster than 8192 for spheres and cylinders.
+# fixed cost of each numpy call is spread over many rays.
 CHUNK = 32768
 
 # glibc hands blocks over 128 KB back to the system (and faults them in again on the next
 # use) until the first such block is freed; then it raises that threshold to the freed
 # block's size (and the heap's trim threshold to twice that). Trigger it once with a 24 MB
-# block so the chunk temporaries and the output arrays of repeated calls are reused:
-# measured 1.3x faster on 100k rays (8 MB was enough there), 2x on 100k sphere casts against
-# a cylinder (whose ~20 MB of temporaries and outputs were trimmed and faulted in again on
-# every call with 8 MB). No effect elsewhere.
+# block (larger than a cylinder's sphere casts' temporaries and outputs at 100k casts) so
+# the chunk temporaries and the output arrays of repeated calls are reused, not faulted in
+# again on every call.
 np.empty(3 << 20)
 
 
@@ -108,7 +106,7 @@ def unit_components(vector):
 def gated(distance, hit):
     """(gate, gated distance): gate is 1 for hits and NaN for misses, and the gated
     distance NaN for misses, so whatever is computed from it is NaN for misses too.
-    Branch-free, because masked assignment costs ~4 ns per element here."""
+    Branch-free, because masked assignment costs more than the arithmetic here."""
     gate = at_most(hit * np.inf, 1.0)
     return gate, distance * gate
 

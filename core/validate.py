@@ -111,7 +111,7 @@ def as_per_row(name: str, value, n: int, allow_inf: bool = False) -> np.ndarray:
             raise ValueError(f"{name} must be a non-negative number, got {number}")
         row = np.full(1, number)
         row.flags.writeable = False
-        return np.ndarray((n,), np.float64, row, 0, (0,))  # broadcast_to, 1 us cheaper
+        return np.ndarray((n,), np.float64, row, 0, (0,))  # broadcast_to, without its overhead
     if array.ndim > 1 or array.shape[0] != n:
         raise ValueError(f"{name} must be a scalar or have shape ({n},), got shape {array.shape}")
     bad = np.isnan(array) | (array < 0)

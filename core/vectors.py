@@ -1,8 +1,8 @@
 """Vectors as lists of per-axis 1D arrays (structure of arrays).
 
 numpy is several times faster on contiguous 1D arrays than on the rows of an (N, 3) array
-(a row-wise einsum costs ~6 ns per row here, a 1D multiply-add ~0.7 ns), so the kernels of
-the analytic shapes split rays into components once and work on those.
+(a row-wise einsum against a 1D multiply-add), so the kernels of the analytic shapes split
+rays into components once and work on those.
 """
 
 import numpy as np
@@ -64,7 +64,7 @@ def to_rows(parts, out=None):
 
 def at_least(x, floor):
     """np.maximum(x, floor) for a scalar floor. numpy 1.26 vectorizes maximum and minimum only
-    between two arrays: against a scalar they run 3.5x slower than filling an array first."""
+    between two arrays: against a scalar they run slower than filling an array first."""
     return np.maximum(x, np.full(x.shape, floor))
 
 
@@ -75,5 +75,5 @@ def at_most(x, ceiling):
 
 def signed_infinity(mask):
     """-inf where ``mask`` holds, +inf elsewhere: with np.maximum / np.minimum this selects
-    between a value and infinity without masked assignment (~10x slower here)."""
+    between a value and infinity without masked assignment (far slower here)."""
     return (0.5 - mask.astype(np.float64)) * np.inf

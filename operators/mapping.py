@@ -9,7 +9,7 @@ object's recognised local shape together with a copy of exactly the mesh data it
 computed from (positions and the topology it depends on; shape_cache.py): it is reused only
 when all of that is bit-identical (the topology compared again only after Blender reported a
 geometry update of the object), so it cannot go stale, and it saves re-reading
-``mesh.loop_triangles`` (~65 ms for a 512 x 512 grid) on every query. The placement
+``mesh.loop_triangles`` (slow: RNA item by item) on every query. The placement
 (``matrix_world``) is read on every call.
 
 First every vertex must be finite (an inf or nan vertex, e.g. from a shape key or a
@@ -117,8 +117,8 @@ class MeshFaces(Faces):
 
 def loop_triangle_vertices(mesh) -> np.ndarray:
     """(T, 3) vertex indices of Blender's own triangulation of ``mesh``: the triangles'
-    corners (``loops``) mapped through ``.corner_vert``, which reads ~25% faster than the
-    triangles' ``vertices`` (both are RNA reads item by item, ~65 ms for 522k triangles)."""
+    corners (``loops``) mapped through ``.corner_vert``, which reads faster than the
+    triangles' ``vertices`` (both are RNA reads item by item)."""
     triangles = mesh.loop_triangles
     corners = np.empty(len(triangles) * 3, dtype=np.int32)
     if len(corners):
@@ -212,7 +212,7 @@ def local_shape(name: str, key: str, evaluated, terrain_model: str):
         local = recognize_mesh(positions, MeshFaces(mesh), name)
         if use_cache:
             kind, shape, _ = local
-            if kind == "TERRAIN":  # built now, as the first query needs it: measured
+            if kind == "TERRAIN":  # built now, as the first query needs it: in the entry's size
                 _ = shape.field(terrain_model).hierarchy
             # An open tube's rims are read from the faces' vertex cycles (MeshFaces.sizes).
             open_tube = kind == "CYLINDER" and not shape.capped

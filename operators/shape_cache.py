@@ -2,11 +2,11 @@
 re-reading Blender's triangulation (and re-fitting spheres and cylinders).
 
 Why. A terrain's cell diagonals must be the ones Blender draws, and the only exact source is
-``mesh.loop_triangles``, whose ``foreach_get`` goes through RNA item by item: ~65 ms for the
-522k triangles of a 512 x 512 grid, most of a 10k-ray query. Everything else a shape depends
-on is read in about a millisecond (positions, ``.corner_vert`` and ``.corner_edge`` through
-the attribute API, ``loop_triangle_polygons`` as a flat int array). Fitting a sphere or a
-cylinder takes ~1 ms each.
+``mesh.loop_triangles``, whose ``foreach_get`` goes through RNA item by item: most of a
+10k-ray query on a 512 x 512 grid. Everything else a shape depends on reads far faster
+(positions, ``.corner_vert`` and ``.corner_edge`` through the attribute API,
+``loop_triangle_polygons`` as a flat int array), and fitting a sphere or a cylinder is
+quick too.
 
 What is compared. An entry holds what mapping.py recognised from an evaluated mesh and that
 mesh's *fingerprint*: copies of exactly the data the recognition is a function of.
@@ -17,7 +17,7 @@ mesh's *fingerprint*: copies of exactly the data the recognition is a function o
   corner vertices (``.corner_vert``) and the face of every loop triangle
   (``loop_triangle_polygons``). A face of ``n`` corners has ``n - 2`` triangles, stored face
   after face, so that array determines the face offsets exactly (it is computed from them
-  alone); reading ``polygons.loop_start`` instead costs ~13 ms.
+  alone); reading ``polygons.loop_start`` instead costs more (RNA item by item).
 * A sphere or cylinder (a function of the positions and of whether the mesh is closed,
   which mapping.mesh_is_closed computes from ``.corner_edge`` and the edge count): the corner
   edges and the edge count. The terrain test, tried first, cannot start passing while these
@@ -40,9 +40,9 @@ the identical triangle-face array then guarantees at every hit too. So identical
 fingerprints mean the same triangulation and the same recognised shape, whatever happened in
 between (modifier edits, undo, file reloads, another object renamed to the same name); any
 difference, even one bit of one vertex, is a miss. The object's placement is never cached
-(``matrix_world`` is read on every call). A hash of the same bytes would do too (blake2b:
-~11 ms for the ~9 MB of a 512 x 512 grid; a direct comparison ~1 ms), but a stored copy needs
-no collision argument at all. Edit mode is never cached: there the mesh may be tessellated
+(``matrix_world`` is read on every call). A hash of the same bytes would do too (though
+blake2b is slower than a direct comparison), but a stored copy needs no collision argument
+at all. Edit mode is never cached: there the mesh may be tessellated
 from its BMesh.
 
 Reading the topology costs more than the positions (on a 1000 x 1000 grid 24 MB read
@@ -84,7 +84,7 @@ total                                                         2034.8 MiB
 ==============================================  ============  ============
 
 so ``MAX_BYTES`` = 508.7 MiB: one terrain of up to 2047 x 2047 vertices is cached, or two of
-up to 1448 x 1448; the 1500 x 1500 grid of issue 11 (272.9 MiB at most; less in
+up to 1448 x 1448; a 1500 x 1500 grid (272.9 MiB at most; less in
 bench/big_terrain_cache.py, where no quad is flipped and no ray comes from below); and any
 number of spheres and cylinders (a 32 x 16 UV sphere: 13 KiB). A terrain larger than the
 whole budget is simply not cached. Tests lower the budget by setting the module constant
@@ -182,7 +182,7 @@ TOPOLOGY = {
 
 def _same_bits(first: np.ndarray, second: np.ndarray) -> bool:
     """True when two contiguous 1D 4-byte arrays hold exactly the same bytes (compared 8
-    bytes at a time where the length allows: half the elements, ~2.7x faster)."""
+    bytes at a time where the length allows: half the elements)."""
     if first.shape != second.shape:
         return False
     word = np.uint64 if first.nbytes % 8 == 0 else np.uint32

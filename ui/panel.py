@@ -2,7 +2,7 @@
 object, the four operators' buttons, the last result and the fast kernels' state (redrawn
 every half second while they are prepared in the background, core/prepare.py).
 
-Recognising a 512x512 terrain takes ~0.1 s, too slow for every redraw of the sidebar, so
+Recognising a large terrain takes too long for every redraw of the sidebar, so
 the panel keeps its descriptions until the next depsgraph update (any edit, modifier change,
 transform, frame change or file load empties it): they never outlive the evaluated data they
 describe. The operators never use this; they always recognise afresh."""

@@ -66,7 +66,7 @@ def sphere_cast_cylinder(cylinder, start, direction, radius):
     outer_enter, outer_leave = line.radial_interval(r + reach)
     slab_enter, slab_leave = line.slab_interval(-reach, h + reach)
     enter, leave = np.maximum(outer_enter, slab_enter), np.minimum(outer_leave, slab_leave)
-    zeros = np.zeros(enter.shape)  # (fmax against an array is 2x faster than a scalar)
+    zeros = np.zeros(enter.shape)  # (fmax against an array is faster than against a scalar)
     first = np.fmax(enter, zeros)
     z = line.z0 + first * line.dz
     s = first - line.closest
@@ -360,8 +360,8 @@ def _newton(rows, t, r, f, step):
 
 def _contact_capped(cx, cy, cz, r, h):
     """Nearest point of the solid cylinder to the centre and the normal toward the centre
-    (branch-free: np.where costs 10 multiplies here); centres inside or on the solid, or on
-    its axis, are redone by _contact_capped_odd."""
+    (branch-free: np.where costs more than the multiplies here); centres inside or on the
+    solid, or on its axis, are redone by _contact_capped_odd."""
     rho = np.sqrt(cx * cx + cy * cy)
     zeros = np.zeros(rho.shape)
     off_radial = np.fmax(rho - r, zeros)

@@ -243,7 +243,7 @@ _J_CLOSEST, _J_A2, _J_B2, _J_ZETA0, _J_DZ, _J_REACH2, _J_TOLERANCE = range(20, 2
 _J_HIGH, _J_T, _J_FOUND, _J_LIST, _J_OWNER, _J_GOING, _BLOCK_ROWS = range(27, 34)
 
 # Newton sweeps over every job of a block, in SIMD, before the jobs still going on are
-# listed: most converge within these (measured: ~4 evaluations per job on bench_casts' lines).
+# listed: most converge within these (a few evaluations per job on bench_casts' lines).
 DENSE_SWEEPS = 5
 
 
@@ -396,8 +396,7 @@ def _make_sphere_cast(capped):
         that need them, listed. Their rim tori's convex pieces are solved together: Newton
         sweeps over all of them in SIMD, then one iteration per piece still going on per
         branch-free sweep, so the casts' iterations overlap instead of each waiting on its own
-        square root and division (bench_casts' lines, CPU per cast: capped R = 0.5 39 -> 28
-        ns with the listed sweeps alone, 29 -> 20 ns with the SIMD sweeps first)."""
+        square root and division."""
         p0, frame, h, r, _ = arguments
         hit, distance, center, point, normal = out
         starts, ends = starts.reshape(starts.size), ends.reshape(ends.size)

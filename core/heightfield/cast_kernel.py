@@ -283,8 +283,7 @@ def cell_entry(
     piece that is (cell_nearest's ``only``); pieces that cannot be entered before ``limit``
     (the walk's best contact so far) may go untested. ``grid`` = (x0, y0, dx, dy, last cell
     i, last cell j, 1 / dx, 1 / dy). Inlined into the walk, its one caller: called out of
-    line, its ~20 arguments made a cast 3-6 % slower (bench_casts' terrain, back to back),
-    for 0.1-0.6 s less first compile."""
+    line, its many arguments made every cast slower for a little less first compile."""
     x0, y0, dx, dy, last_i, last_j, inverse_dx, inverse_dy = grid
     xa, xb = x0 + i * dx, x0 + (i + 1) * dx
     ya, yb = y0 + j * dy, y0 + (j + 1) * dy
@@ -729,9 +728,7 @@ def _make_cast_rows(solid):
                     chebyshev = maximum(abs(ux) / dx, abs(uy) / dy)
                     stride = STRETCH / chebyshev
                     # The ball bound pays only for casts wider than a cell: below, a cell's
-                    # test is its grown box alone, without a branch (per cast on the DEM of
-                    # bench_casts, 74 m cells: 10 m 486 -> 438 ns, 37 m 750 -> 688, 74 m
-                    # 1227 -> 1205; the ball: 111 m 1941 -> 1746, 222 m 5092 -> 3468).
+                    # test is its grown box alone, without a branch.
                     ball = R > minimum(dx, dy)
                     ta = t0
                     while True:

@@ -115,7 +115,7 @@ def records(terrain, rays, limit, out, write):
         # (offset up where df > 0, down where df < 0; the rounding of (k - f0) / df, then
         # the clip to [lo, hi], keeps the order): the smallest head first, on a tie the
         # earlier list (the points above, then family 0, 1, ...), as a stable sort of
-        # all of them listed in that order (np.sort, which compiled ~1 s on first use).
+        # all of them listed in that order (np.sort, whose compile would cost more than the merge).
         merged = np.empty(total)
         taken = np.empty(4, dtype=np.int64)
         for f in range(families):

@@ -126,7 +126,7 @@ def tolerances(heights, spacing):
 
 def as_index(values):
     """Float arrays holding non-negative integers below 2^51 as int64 indices: adding
-    1.5 * 2^52 puts the integer in the low mantissa bits (twice as fast as astype)."""
+    1.5 * 2^52 puts the integer in the low mantissa bits (faster than astype)."""
     return (values + 6755399441055744.0).view(np.int64) - 0x4338000000000000
 
 
@@ -163,7 +163,7 @@ class Terrain:
 
     @property
     def hierarchy(self):
-        """The max hierarchy, built on first use and cached (~20 ms for 1024 x 1024):
+        """The max hierarchy, built on first use and cached:
         ``block_max``, the largest cell top (max corner height + the cell's tolerance) of
         each block of BLOCK x BLOCK cells (flat, row-major); ``reach``, per level l = 0, 1,
         ... the max over the 3 x 3 neighbourhood of each node of BLOCK 2^l cells, up to the

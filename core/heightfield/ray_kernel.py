@@ -18,7 +18,7 @@ inside the loop over rays takes an array (each such call would cost reference co
 which the threads contend for), compiled per model (``_make_trace``: TRIANGLES or
 BILINEAR, solid or surface, ray or segment), each holding only its model's code.
 
-Arguments (Heightfield._kernel_arguments, made by ``arguments``): see ``arguments``.
+Arguments (Heightfield.kernel_arguments, made by ``arguments``): see ``arguments``.
 """
 
 import math
@@ -55,9 +55,6 @@ from .walk import FINE_SKIPS, TINY
 # PREFETCH_MIN_CELLS heights the walk asks for what the ray AHEAD rays on will probably
 # read (_prefetch_ray); from SORT_MIN_CELLS heights, and SORT_MIN_RAYS rays per thread,
 # rays are also traced in the order of the block they start over (_coherent_order).
-# Measured (one thread, CPU time per ray, 100k rays from above): the 403 x 344 DEM 370 ns
-# plain, 280 prefetched, 300 sorted too; its 1024 x 1024 tiling 600 plain, 410
-# prefetched, 375 sorted, 315 both.
 PREFETCH_MIN_CELLS = 1 << 14
 AHEAD = 4
 SORT_MIN_CELLS = 1 << 19
@@ -114,7 +111,7 @@ def _node_index(count, stride, size, U, V):
 
 @helper
 def _clip_solid(U0, V0, oz, du, dv, dz, limit, nx, ny, zmin, top, slack_x, slack_y):
-    """(t0, t1, face) of Heightfield._clip: the stretch in the footprint box under the
+    """(t0, t1, face) of ray.py's _clip: the stretch in the footprint box under the
     top, and the face entered (0 origin inside, 1 x wall, 2 y wall, 3 top)."""
     enter_x, leave_x = slab(U0, du, 1.0 / du, 0.0, nx - 1.0, slack_x)
     enter_y, leave_y = slab(V0, dv, 1.0 / dv, 0.0, ny - 1.0, slack_y)
@@ -380,7 +377,7 @@ def _make_trace(bilinear, solid, any_hit):
 
     @njit(cache=True, nogil=True, error_model="numpy")
     def trace(arguments, placement, origins, directions, max_distance, out, start, stop):
-        """Rays start ... stop - 1, one at a time (Heightfield._cast for each): returns the
+        """Rays start ... stop - 1, one at a time (ray.py's _intersect for each): returns the
         number of rows with non-finite input or a zero direction.
 
         ``any_hit``: the rows are segments (``origins`` the starts, ``directions`` the ends,
@@ -407,9 +404,7 @@ def _make_trace(bilinear, solid, any_hit):
         bad = 0
         # Rays go in groups of GROUP: each is set up (clip), then all are moved on by the
         # hierarchy step by step together (_skip: per ray a chain of dependent reads and
-        # roundings; the CPU runs the group's chains at once), then each is walked. Measured
-        # (one thread, 100k rays from above on the DEM): 260 ns per ray one by one, 215 in
-        # pairs, 200 in groups of 4 (8: the same).
+        # roundings; the CPU runs the group's chains at once), then each is walked.
         # (One array of state, columns 25 and 26 the skips each ray takes and where they have
         # brought it: each other array would be a compile of np.empty of its own.)
         state = np.empty((GROUP, 27))
@@ -426,7 +421,7 @@ def _make_trace(bilinear, solid, any_hit):
                 ox, oy, oz = origins[row, 0], origins[row, 1], origins[row, 2]
                 ex, ey, ez = directions[row, 0], directions[row, 1], directions[row, 2]
                 segment_length = 1.0
-                if any_hit:  # occlusion.segment_rays, then the trimmed segment as a ray
+                if any_hit:  # reference.segment_rays, then the trimmed segment as a ray
                     if not (finite(ox, oy, oz) and finite(ex, ey, ez)):
                         bad += 1
                         continue
@@ -458,7 +453,7 @@ def _make_trace(bilinear, solid, any_hit):
                         U0, V0, lz, du, dv, dz, limit * stretch, nx, ny, zmin, top_above,
                         slack_x, slack_y,
                     )  # fmt: skip
-                else:  # Heightfield._cast_surface: the footprint between the mirror's and our tops
+                else:  # ray.py's _cast_surface: the footprint between the mirror's and our tops
                     enter_x, leave_x = slab(U0, du, 1.0 / du, 0.0, nx - 1.0, slack_x)
                     enter_y, leave_y = slab(V0, dv, 1.0 / dv, 0.0, ny - 1.0, slack_y)
                     enter_z, leave_z = slab(lz, dz, 1.0 / dz, -top_mirror, top_above, 0.0)
@@ -727,7 +722,7 @@ def _levels(hierarchies, which):
 
 
 def arguments(field):
-    """The tuple of Heightfield._kernel_arguments: placement and size of the grid
+    """The tuple of Heightfield.kernel_arguments: placement and size of the grid
     (x0, y0, dx, dy, nx, ny); heights (flat, the mirror's heights after them for a
     surface), the largest spacing (for the cells' tolerances), diagonals (1.0 where
     anti), has diagonals, BILINEAR, solid; zmin, the terrain's and the mirror's top, the

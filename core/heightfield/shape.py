@@ -65,8 +65,7 @@ class Heightfield:
     first_record_from_raycast = True
     all_hits_chunk = 4096  # rays per raycast_all call (crossings.py groups them further)
     # Rays per kernel call: the walk loops over steps (with all active rays vectorized), so
-    # larger chunks amortize the per-call numpy overhead and the last few steps of few rays
-    # (at 100k rays: 1.4x faster than 8192, ~5 % faster than 65536).
+    # larger chunks amortize the per-call numpy overhead and the last few steps of few rays.
     chunk_size = 1 << 17
 
     def __init__(
@@ -114,11 +113,10 @@ class Heightfield:
         return (self.surface, self.solid)  # a kernel per model (backend.py's kind())
 
     def numpy_seconds(self, query: str, n: int) -> float:
-        """The numpy reference's time for ``n`` rays (backend.py's latency rule), as
-        measured: a ray or a line of sight ~15 ms a call and 2-4 us a ray (the walk's steps
-        are vectorized over the rays), twice that on bilinear patches; a sphere cast and
-        raycast_all's records grow with the cells a ray may cross (up to 2.5 us and 0.4 us
-        a cell)."""
+        """The numpy reference's time for ``n`` rays (backend.py's latency rule), from the
+        benchmarks' timings: a cost per call plus a cost per ray for a ray or a line of sight
+        (the walk's steps are vectorized over the rays), twice that on bilinear patches; a
+        sphere cast's and raycast_all's records' grow with the cells a ray may cross."""
         side = max(self.heights.shape)
         if query == "sphere_cast":
             return 1e-3 + 2.5e-6 * side * n

@@ -49,7 +49,7 @@ def walk(terrain, test, rays, todo, t0, t1, result):
             te = np.maximum(np.minimum(np.minimum(tbx, tby), s.t1), s.tc)
             zlow = s.oz + np.minimum(s.tc * s.dz, te * s.dz)
             # Ib, Jb are multiples of BLOCK (a power of two): the divisions are exact.
-            # (Float floor division costs ~40 ns per element; avoid it.)
+            # (Float floor division is slow; avoid it.)
             block = as_index(s.Jb * (nbx / BLOCK) + s.Ib * (1.0 / BLOCK))
             top = block_max.take(block, mode="clip")
             s.te = te
@@ -202,7 +202,7 @@ class _State:
         return self.rows.shape[1]
 
     def select(self, mask):
-        # mode="clip" skips the bounds checks (1.4x faster; the indices are valid).
+        # mode="clip" skips the bounds checks (faster; the indices are valid).
         return _State(self.rows.take(np.flatnonzero(mask), axis=1, mode="clip"))
 
     def join(self, other):

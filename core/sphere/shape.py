@@ -40,7 +40,7 @@ class Sphere:
 
     def numpy_seconds(self, query: str, n: int) -> float:
         """The numpy reference's time for ``n`` rays, any query (backend.py's latency rule):
-        ~0.3 ms a call and 100-360 ns a ray, measured."""
+        a cost per call plus a cost per ray, from the benchmarks' timings of the reference."""
         return 3e-4 + 3e-7 * n
 
     def kernel_arguments(self, query: str):
