@@ -68,18 +68,9 @@ def nearest_hits(shapes, origins, directions, max_distance=np.inf) -> NearestHit
         normal=np.full((count, dimensions), np.nan),
         target=np.full(count, -1, dtype=np.int64),
     )
-    for index, shape in enumerate(shapes):
-        try:
-            hits = raycast(shape, origins, directions, max_distance)
-        except ValueError as error:
-            raise TargetError(index, str(error)) from None
-        closer = hits.hit & (hits.distance < best.distance)
-        best.distance[closer] = hits.distance[closer]
-        best.point[closer] = hits.point[closer]
-        best.normal[closer] = hits.normal[closer]
-        best.target[closer] = index
-    best.hit = best.target >= 0
-    return best
+    return _keep_nearest(
+        best, shapes, lambda shape: raycast(shape, origins, directions, max_distance)
+    )
 
 
 def first_contacts(shapes, starts, ends, radius) -> NearestCasts:
@@ -95,16 +86,22 @@ def first_contacts(shapes, starts, ends, radius) -> NearestCasts:
         normal=np.full((count, dimensions), np.nan),
         target=np.full(count, -1, dtype=np.int64),
     )
+    return _keep_nearest(best, shapes, lambda shape: sphere_cast(shape, starts, ends, radius))
+
+
+def _keep_nearest(best, shapes, query):
+    """``best`` with each row's nearest answer of ``query(shape)`` over ``shapes`` (every
+    array field of ``best`` but ``hit`` and ``target`` is copied from the answer; the first
+    shape in the list wins ties)."""
+    fields = [name for name in vars(best) if name not in ("hit", "target")]
     for index, shape in enumerate(shapes):
         try:
-            casts = sphere_cast(shape, starts, ends, radius)
+            found = query(shape)
         except ValueError as error:
             raise TargetError(index, str(error)) from None
-        closer = casts.hit & (casts.distance < best.distance)
-        best.distance[closer] = casts.distance[closer]
-        best.center[closer] = casts.center[closer]
-        best.point[closer] = casts.point[closer]
-        best.normal[closer] = casts.normal[closer]
+        closer = found.hit & (found.distance < best.distance)
+        for name in fields:
+            getattr(best, name)[closer] = getattr(found, name)[closer]
         best.target[closer] = index
     best.hit = best.target >= 0
     return best
