@@ -20,7 +20,7 @@ import numpy as np
 from .. import core
 from . import properties, terrain_frame
 from .messages import format_count
-from .query import query_targets, store_last_result
+from .query import in_object_mode, query_targets, store_last_result
 from .visibility import check_vertex_count, recognize_occluders, shared_meshes
 from .visibility_attributes import HIDDEN_COLOR, VISIBLE_COLOR, fresh_attribute
 
@@ -101,8 +101,7 @@ class GEOMETRY_QUERIES_OT_cumulative_visibility(
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
-        if context.mode != "OBJECT":
-            cls.poll_message_set("Switch to Object Mode: queries read the evaluated objects")
+        if not in_object_mode(cls, context):
             return False
         if not context.selected_objects:
             cls.poll_message_set("Select terrains, and empties as observers")

@@ -80,9 +80,16 @@ def operator_pattern(operator, origin, direction):
     )
 
 
-def poll_objects_to_query(cls: type[bpy.types.Operator], context: bpy.types.Context) -> bool:
+def in_object_mode(cls: type[bpy.types.Operator], context: bpy.types.Context) -> bool:
+    """Every query's first poll check (saying why the button is grey when it fails)."""
     if context.mode != "OBJECT":
         cls.poll_message_set("Switch to Object Mode: queries read the evaluated objects")
+        return False
+    return True
+
+
+def poll_objects_to_query(cls: type[bpy.types.Operator], context: bpy.types.Context) -> bool:
+    if not in_object_mode(cls, context):
         return False
     if not query_targets(context):
         cls.poll_message_set("Select the objects to query (spheres, cylinders, terrains)")

@@ -24,7 +24,7 @@ from bpy.app.handlers import persistent
 from .. import core
 from . import mapping, patterns, properties, sightlines, terrain_frame, visibility_attributes
 from .messages import format_count
-from .query import cursor_location, query_targets, store_last_result
+from .query import cursor_location, in_object_mode, query_targets, store_last_result
 from .update_handlers import forget_on_update, stop_forgetting
 
 if TYPE_CHECKING:  # fake-bpy-module's Literal types, which exist only in the stubs
@@ -119,8 +119,7 @@ class GEOMETRY_QUERIES_OT_visibility(
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
-        if context.mode != "OBJECT":
-            cls.poll_message_set("Switch to Object Mode: queries read the evaluated objects")
+        if not in_object_mode(cls, context):
             return False
         depsgraph = context.evaluated_depsgraph_get()  # first: an update empties the memo
         if not any(may_be_terrain(obj, depsgraph) for obj in query_targets(context)):
