@@ -96,6 +96,7 @@ COMPILE_SECONDS = {
     ("heightfield", "occluded"): 3.5,
     ("heightfield", "sphere_cast"): 7.9,
     ("heightfield_crossings", "records"): 3.2,
+    ("heightfield", "viewshed"): 3.0,
 }
 UNKNOWN_COMPILE_SECONDS = 8.0  # a kind missing above: above the longest listed
 
@@ -112,6 +113,7 @@ KERNEL_MODULES = {
     ("heightfield", "occluded"): "heightfield.ray_kernel",
     ("heightfield", "sphere_cast"): "heightfield.cast_kernel",
     ("heightfield_crossings", "records"): "heightfield.crossings_kernel",
+    ("heightfield", "viewshed"): "heightfield.viewshed_kernel",
 }
 
 _CHOICES = ("numba", "numpy")
@@ -391,8 +393,13 @@ def _run_batch(loop, arguments) -> int:
     """``loop`` over the whole batch: in this thread below ``PARALLEL_MIN`` rays, else split
     over ``threads()`` (the kernels release the GIL)."""
     n = len(arguments[2])
-    count = threads()
-    if n < PARALLEL_MIN or count == 1:
+    return run_split(loop, arguments, n, 1 if n < PARALLEL_MIN else threads())
+
+
+def run_split(loop, arguments, n: int, count: int) -> int:
+    """``loop(*arguments, start, stop)`` over ``range(n)`` cut into ``count`` equal parts,
+    one per thread (this one and the pool's), summing what each returns."""
+    if count <= 1 or n < 2:
         return loop(*arguments, 0, n)
     global _pool
     if _pool is None or _pool._max_workers != count - 1:

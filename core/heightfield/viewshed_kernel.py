@@ -1,0 +1,378 @@
+"""Compiled viewshed of one observer on a TRIANGLES terrain: most vertices decided by bounds
+shared between all the lines of sight, the rest left to the exact line-of-sight kernel.
+
+A vertex's line of sight runs from the eye E to its target T (horizontal distance D). At
+horizontal distance d along it the line's height is ``ez + s d`` with ``s = (tz - ez) / D``,
+and its clearance over the terrain is ``g(d) = ez + s d - h(d) = (s - slope(d)) d`` where
+``slope(d) = (h(d) - ez) / d``. The line of sight is blocked (core.occluded) when ``g <=
+tol`` somewhere on the segment trimmed by ``trim`` of its length at each end, ``tol`` being
+a cell's touching tolerance (grid.py). This kernel answers VISIBLE only where ``g > 2 TOL``
+on the whole trimmed segment and BLOCKED only where ``g < -TOL`` somewhere on it (with the
+segment starting above the terrain, or a solid terrain), ``TOL`` being the largest cell
+tolerance; everything else is UNDECIDED and goes to core.occluded. Rounding in what follows
+is far below TOL, so the answers are occluded's.
+
+Sectors. Every point of a line of sight lies in the direction of T from E. Rings of width
+``w`` around E (ring r: ``r w <= d < (r+1) w``) are cut into ``2^k`` equal sectors of
+pseudo-angle (``pseudo_angle``, monotonic in the angle: no trigonometry), ``2^k`` growing
+with r so that a sector is about a cell wide and each ring's sectors split its inner
+neighbour's. A sector keeps the largest and smallest corner height of the cells that may
+overlap it (each cell's box in distance and angle), so every terrain point in it has a slope
+between ``lower`` and ``upper`` (the heights over the sector's nearest or farthest distance,
+whichever bounds). Taken as running maxima outwards along the nested sectors (``sectors``),
+one lookup gives, for a target's direction and a ring:
+
+* ``upper[r]``: no terrain point of rings 1..r in that direction has a larger slope. With
+  ``s - upper > 2 TOL / w`` the clearance over those rings is ``(s - slope) d > 2 TOL``.
+* ``lower[r]``: some point of every ring 0..r in that direction has at least that slope, so
+  with ``lower - s > 2 TOL / w`` the point half a ring in has ``g < -TOL``: blocked.
+
+Near the ends the bounds cannot decide (the clearance goes to 0 at a target lying on the
+terrain), so the first ring and the last one to two rings are measured exactly: the
+clearance is linear inside each triangle, so its least value on a stretch of the path is at
+the stretch's ends or where the path crosses a grid line or a diagonal (``lowest_on``).
+A target within three rings is measured exactly all the way.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..kernel_common import INF, helper
+
+VISIBLE = 1
+HIDDEN = 0
+UNDECIDED = 2
+ANGLE_SLACK = 1e-9  # of a turn: a cell's sectors are widened by the rounding of its angles
+MIN_SECTOR_LOG = 6  # at least 64 sectors per ring (the first rings' cells span wide angles)
+
+
+def ring_layout(rings, width, cell, max_log):
+    """(log2 of the sector count, offset into the tables) per ring, and the tables' size:
+    about one sector per ``cell`` of arc, at least 2^MIN_SECTOR_LOG, at most 2^max_log."""
+    logs = np.empty(rings, dtype=np.int64)
+    offsets = np.empty(rings + 1, dtype=np.int64)
+    offsets[0] = 0
+    for r in range(rings):
+        arc = 2.0 * math.pi * (r + 1) * width / cell
+        log = max(MIN_SECTOR_LOG, min(max_log, math.ceil(math.log2(arc))))
+        logs[r] = log
+        offsets[r + 1] = offsets[r] + (1 << log)
+    return logs, offsets
+
+
+@helper
+def pseudo_angle(dx, dy):
+    """A turn's fraction in [0, 1) increasing with the angle of (dx, dy) from +x, counter-
+    clockwise (the "diamond angle": p / (|dx| + |dy|) per quadrant)."""
+    if dy >= 0.0:
+        if dx >= 0.0:
+            p = dy / (dx + dy) if dx + dy > 0.0 else 0.0
+        else:
+            p = 1.0 - dx / (dy - dx)
+    elif dx < 0.0:
+        p = 2.0 - dy / (-dx - dy)
+    else:
+        p = 3.0 + dx / (dx - dy)
+    return 0.25 * p
+
+
+@helper
+def sector_of(fraction, log):
+    n = 1 << log
+    b = int(fraction * n)
+    return b if b < n else n - 1
+
+
+@helper
+def triangles(h00, h10, h01, h11, u, v, anti):
+    """The TRIANGLES surface of a cell at local (u, v) (grid.py: split along u = v, or
+    u + v = 1 where ``anti``)."""
+    if anti:
+        if u + v <= 1.0:
+            return h00 + (h10 - h00) * u + (h01 - h00) * v
+        return h11 + (h11 - h01) * (u - 1.0) + (h11 - h10) * (v - 1.0)
+    if u >= v:
+        return h00 + (h10 - h00) * u + (h11 - h10) * v
+    return h00 + (h11 - h01) * u + (h01 - h00) * v
+
+
+@helper
+def slope_bounds(top, bottom, ez, near, far):
+    """(upper, lower) bounds of (h - ez) / d over heights in [bottom, top] at distances d in
+    [near, far) (near may be 0): each is largest or smallest at one end."""
+    if top == -INF:  # no cell: no line of sight passes here
+        upper = -INF
+    elif top >= ez:
+        upper = (top - ez) / near if near > 0.0 else INF
+    else:
+        upper = (top - ez) / far
+    if bottom == INF:
+        lower = -INF
+    elif bottom >= ez:
+        lower = (bottom - ez) / far
+    else:
+        lower = (bottom - ez) / near if near > 0.0 else -INF
+    return upper, lower
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sectors(heights, x, y, ex, ey, ez, reach, width, logs, offsets, upper, lower):
+    """Fill ``upper`` and ``lower`` (module docstring): first each sector's highest and
+    lowest corner of the cells that may overlap it, then the slope bounds as running maxima
+    outwards (``upper`` from ring 1, ``lower`` from ring 0)."""
+    rings = len(logs)
+    upper[:] = -INF
+    lower[:] = INF
+    ny, nx = heights.shape
+    below = np.empty(nx)  # the pseudo-angles of row j's vertices
+    above = np.empty(nx)  # of row j + 1's
+    for i in range(nx):
+        below[i] = pseudo_angle(x[i] - ex, y[0] - ey)
+    for j in range(ny - 1):
+        ya = y[j] - ey
+        yb = y[j + 1] - ey
+        for i in range(nx):
+            above[i] = pseudo_angle(x[i] - ex, yb)
+        gy = ya if ya > 0.0 else (-yb if yb < 0.0 else 0.0)
+        fy = -ya if -ya > yb else yb
+        for i in range(nx - 1):
+            xa = x[i] - ex
+            xb = x[i + 1] - ex
+            gx = xa if xa > 0.0 else (-xb if xb < 0.0 else 0.0)
+            near = math.sqrt(gx * gx + gy * gy)  # the cell's nearest and farthest points
+            if near > reach:
+                continue
+            fx = -xa if -xa > xb else xb
+            r0 = int(near / width)
+            r1 = int(math.sqrt(fx * fx + fy * fy) / width)
+            r1 = r1 if r1 < rings else rings - 1
+            h00 = heights[j, i]
+            h10 = heights[j, i + 1]
+            h01 = heights[j + 1, i]
+            h11 = heights[j + 1, i + 1]
+            top = max(max(h00, h10), max(h01, h11))
+            bottom = min(min(h00, h10), min(h01, h11))
+            a0, a1, a2, a3 = below[i], below[i + 1], above[i], above[i + 1]
+            low = min(min(a0, a1), min(a2, a3))
+            high = max(max(a0, a1), max(a2, a3))
+            parts = 1
+            if gx == 0.0 and gy == 0.0:  # the eye is in this cell: every direction
+                low, high = 0.0, 1.0
+            elif high - low > 0.5:  # across +x: the cell spans [low', 1) and [0, high']
+                parts = 2
+                low = min(
+                    min(a0 if a0 >= 0.5 else 1.0, a1 if a1 >= 0.5 else 1.0),
+                    min(a2 if a2 >= 0.5 else 1.0, a3 if a3 >= 0.5 else 1.0),
+                )
+                high = max(
+                    max(a0 if a0 < 0.5 else 0.0, a1 if a1 < 0.5 else 0.0),
+                    max(a2 if a2 < 0.5 else 0.0, a3 if a3 < 0.5 else 0.0),
+                )
+            for r in range(r0, r1 + 1):
+                base = offsets[r]
+                log = logs[r]
+                for part in range(parts):
+                    first = low - ANGLE_SLACK if part == 0 else 0.0
+                    last = high + ANGLE_SLACK if parts == 1 or part == 1 else 1.0
+                    k = base + sector_of(first if first > 0.0 else 0.0, log)
+                    end = base + sector_of(last, log)
+                    while k <= end:
+                        upper[k] = top if top > upper[k] else upper[k]
+                        lower[k] = bottom if bottom < lower[k] else lower[k]
+                        k += 1
+        below, above = above, below
+    for r in range(rings):
+        base = offsets[r]
+        parent = offsets[r - 1] if r > 0 else 0
+        shift = logs[r] - logs[r - 1] if r > 0 else 0
+        for b in range(1 << logs[r]):
+            su, sl = slope_bounds(upper[base + b], lower[base + b], ez, r * width, (r + 1) * width)
+            if r >= 2:
+                inner = upper[parent + (b >> shift)]
+                su = inner if inner > su else su
+            if r >= 1:
+                inner = lower[parent + (b >> shift)]
+                sl = inner if inner > sl else sl
+            upper[base + b] = su
+            lower[base + b] = sl
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def decide(
+    heights,
+    anti,
+    has_anti,
+    x,
+    y,
+    eye,
+    nearby,
+    target_height,
+    reach2,
+    width,
+    tol,
+    trim,
+    blocks_below,
+    longest,
+    logs,
+    offsets,
+    upper,
+    lower,
+    state,
+    start,
+    stop,
+):
+    """state[j, i] for rows start..stop: VISIBLE, HIDDEN (blocked, or beyond reach) or
+    UNDECIDED (module docstring); returns how many are UNDECIDED. eye = (Ue, Ve, ez, ex,
+    ey): grid and world coordinates; nearby: the highest corner of the cells within a ring
+    of the eye; blocks_below: a point below the terrain blocks (a
+    solid, or a segment that starts above a surface); longest: the longest stretch next to
+    the target measured exactly (in rings), beyond which the exact kernel judges. One
+    function, no call taking an array inside the loops (reference counts, which threads
+    contend for)."""
+    ny, nx = heights.shape
+    Ue, Ve, ez, ex, ey = eye[0], eye[1], eye[2], eye[3], eye[4]
+    margin = 2.0 * tol / width
+    undecided = 0
+    for j in range(start, stop):
+        DY = y[j] - ey
+        for i in range(nx):
+            DX = x[i] - ex
+            D2 = DX * DX + DY * DY
+            if D2 > reach2:
+                state[j, i] = HIDDEN
+                continue
+            dz = heights[j, i] + target_height - ez
+            D = math.sqrt(D2)
+            rings = int(D / width)
+            # The stretches measured exactly: [a0, b0] by the eye, [a1, b1] by the target.
+            a0, b0, a1, b1 = trim, 1.0 - trim, 1.0, 0.0  # near: the whole segment
+            if rings >= 3:
+                s = dz / D
+                fraction = pseudo_angle(DX, DY)
+                r = rings - 1  # ring r lies wholly before the target
+                if blocks_below and lower[offsets[r] + sector_of(fraction, logs[r])] - s > margin:
+                    state[j, i] = HIDDEN
+                    continue
+                # The most rings 1..r the bounds clear (upper grows outwards): probing
+                # down from the last ring 1, 2, 4, ... rings at a time, then halving.
+                low, high, gap = 0, r, 1
+                while high >= 1:
+                    probe = high - gap + 1 if high - gap + 1 >= 1 else 1
+                    if s - upper[offsets[probe] + sector_of(fraction, logs[probe])] > margin:
+                        low = probe
+                        break
+                    high, gap = probe - 1, 2 * gap
+                while low < high:
+                    probe = (low + high + 1) >> 1
+                    if s - upper[offsets[probe] + sector_of(fraction, logs[probe])] > margin:
+                        low = probe
+                    else:
+                        high = probe - 1
+                r = low
+                if rings - r > longest:
+                    state[j, i] = UNDECIDED
+                    undecided += 1
+                    continue
+                b0, a1, b1 = width / D, (r + 1) * width / D, 1.0 - trim
+                if ez - nearby + (s if s < 0.0 else 0.0) * width > 2.0 * tol:
+                    a0, b0 = 1.0, 0.0  # clear of the highest corner within a ring: skipped
+            # The least clearance over the stretches: at their ends and where the path
+            # crosses a grid line or a cell's diagonal (linear in between), visited cell by
+            # cell (Amanatides-Woo); on a grid line the surface is its edge's interpolation.
+            lowest = INF
+            dU, dV = i - Ue, j - Ve
+            for stretch in range(2):
+                a = a0 if stretch == 0 else a1
+                b = b0 if stretch == 0 else b1
+                if not a < b or (blocks_below and lowest < -tol):
+                    continue
+                for lam in (a, b):
+                    U = Ue + lam * dU
+                    V = Ve + lam * dV
+                    ci = min(max(int(math.floor(U)), 0), nx - 2)
+                    cj = min(max(int(math.floor(V)), 0), ny - 2)
+                    split = has_anti and anti[cj * (nx - 1) + ci] > 0.0
+                    h = triangles(
+                        heights[cj, ci],
+                        heights[cj, ci + 1],
+                        heights[cj + 1, ci],
+                        heights[cj + 1, ci + 1],
+                        U - ci,
+                        V - cj,
+                        split,
+                    )
+                    g = ez + lam * dz - h
+                    lowest = g if g < lowest else lowest
+                # The walk starts in the cell at a (ci, cj from the loop's first pass).
+                U = Ue + a * dU
+                V = Ve + a * dV
+                ci = min(max(int(math.floor(U)), 0), nx - 2)
+                cj = min(max(int(math.floor(V)), 0), ny - 2)
+                step_i = 1 if dU > 0.0 else -1
+                step_j = 1 if dV > 0.0 else -1
+                line_i = ci + 1 if dU > 0.0 else ci  # the next column line the path meets
+                line_j = cj + 1 if dV > 0.0 else cj
+                inverse_u = 1.0 / dU if dU != 0.0 else 0.0
+                inverse_v = 1.0 / dV if dV != 0.0 else 0.0
+                next_u = (line_i - Ue) * inverse_u if dU != 0.0 else INF
+                next_v = (line_j - Ve) * inverse_v if dV != 0.0 else INF
+                enter = a
+                while True:
+                    leave = next_u if next_u < next_v else next_v
+                    leave = leave if leave < b else b
+                    # The cell's diagonal: u = v (U - V = ci - cj), or u + v = 1 if split.
+                    split = has_anti and anti[cj * (nx - 1) + ci] > 0.0
+                    rate = dU + dV if split else dU - dV
+                    if rate != 0.0:
+                        lam = ((ci + cj + 1 - Ue - Ve) if split else (ci - cj - Ue + Ve)) / rate
+                        if lam > enter and lam < leave:
+                            u = Ue + lam * dU - ci
+                            if split:  # from (ci, cj + 1) at u = 0 to (ci + 1, cj) at u = 1
+                                h0 = heights[cj + 1, ci]
+                                h = h0 + u * (heights[cj, ci + 1] - h0)
+                            else:
+                                h0 = heights[cj, ci]
+                                h = h0 + u * (heights[cj + 1, ci + 1] - h0)
+                            g = ez + lam * dz - h
+                            lowest = g if g < lowest else lowest
+                    if leave >= b or (blocks_below and lowest < -tol):
+                        break
+                    enter = leave
+                    if next_u <= next_v:  # onto column line_i, between rows cj and cj + 1
+                        V = Ve + leave * dV
+                        h0 = heights[cj, line_i]
+                        h = h0 + (V - cj) * (heights[cj + 1, line_i] - h0)
+                        ci += step_i
+                        line_i += step_i
+                        next_u = (line_i - Ue) * inverse_u
+                    else:  # onto row line_j, between columns ci and ci + 1
+                        U = Ue + leave * dU
+                        h0 = heights[line_j, ci]
+                        h = h0 + (U - ci) * (heights[line_j, ci + 1] - h0)
+                        cj += step_j
+                        line_j += step_j
+                        next_v = (line_j - Ve) * inverse_v
+                    g = ez + leave * dz - h
+                    lowest = g if g < lowest else lowest
+                    if ci < 0 or ci > nx - 2 or cj < 0 or cj > ny - 2:
+                        break  # on the grid's border (rounding at the target's end)
+            verdict = UNDECIDED
+            if lowest > 2.0 * tol:
+                verdict = VISIBLE
+            elif blocks_below and lowest < -tol:
+                verdict = HIDDEN
+            state[j, i] = verdict
+            undecided += verdict == UNDECIDED
+    return undecided
+
+
+def ground_height(heights, has_anti, anti, eye):
+    """The terrain's height under the eye (eye as for ``decide``), in Python."""
+    ny, nx = heights.shape
+    i = min(max(int(math.floor(eye[0])), 0), nx - 2)
+    j = min(max(int(math.floor(eye[1])), 0), ny - 2)
+    split = bool(has_anti and anti[j * (nx - 1) + i] > 0.0)
+    corners = heights[j, i], heights[j, i + 1], heights[j + 1, i], heights[j + 1, i + 1]
+    return triangles.py_func(*corners, eye[0] - i, eye[1] - j, split)
