@@ -241,7 +241,8 @@ def sweep_states(heights, x, y, eye, options, like, window):
     if math.isfinite(options.max_distance):
         far = min(far, options.max_distance)
     logs, offsets = sweep.ring_layout(int(far / width) + 2, width, width, SWEEP_MAX_LOG)
-    upper, lower = _tables(int(offsets[-1]))
+    parts = threads()
+    tops, bottoms = _tables(parts, int(offsets[-1]))
     has_anti = like.diagonals is not None and bool(like.diagonals.any())
     anti = np.zeros(1)
     if has_anti:
@@ -258,9 +259,10 @@ def sweep_states(heights, x, y, eye, options, like, window):
     state = np.empty(heights.shape, dtype=np.int8)
 
     def run():
-        sweep.sectors(
-            heights, x, y, eye[0], eye[1], eye[2], reach, width, logs, offsets, upper, lower
-        )
+        marking = (heights, x, y, eye[0], eye[1], reach, width, logs, offsets, tops, bottoms)
+        run_split(sweep.mark, marking, parts, parts)
+        sweep.bound(eye[2], width, logs, offsets, tops, bottoms)
+        nearby = nearby_height(heights, x, y, eye, width)
         arguments = (
             heights,
             anti,
@@ -268,7 +270,7 @@ def sweep_states(heights, x, y, eye, options, like, window):
             x,
             y,
             grid_eye,
-            nearby_height(heights, x, y, eye, width),
+            nearby,
             options.target_height,
             reach * reach,
             width,
@@ -278,11 +280,11 @@ def sweep_states(heights, x, y, eye, options, like, window):
             SWEEP_LONGEST,
             logs,
             offsets,
-            upper,
-            lower,
+            tops[0],
+            bottoms[0],
             state,
         )
-        return run_split(sweep.decide, arguments, len(y), threads())
+        return run_split(sweep.decide, arguments, len(y), parts)
 
     first_run(SWEEP_KIND, run)
     return state
@@ -297,13 +299,14 @@ def nearby_height(heights, x, y, eye, width):
     return float(heights[j0:j1, i0:i1].max())
 
 
-def _tables(size):
-    """Two float64 tables of ``size``, this thread's own, reused while large enough."""
+def _tables(parts, size):
+    """Two C-contiguous (parts, size) float64 tables, this thread's own, reused while large
+    enough."""
     tables = getattr(_buffers, "tables", None)
-    if tables is None or len(tables[0]) < size:
-        tables = (np.empty(size), np.empty(size))
+    if tables is None or len(tables[0]) < parts * size:
+        tables = (np.empty(parts * size), np.empty(parts * size))
         _buffers.tables = tables
-    return tables[0][:size], tables[1][:size]
+    return tuple(table[: parts * size].reshape(parts, size) for table in tables)
 
 
 def viewshed(

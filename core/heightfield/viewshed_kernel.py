@@ -118,19 +118,49 @@ def slope_bounds(top, bottom, ez, near, far):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def sectors(heights, x, y, ex, ey, ez, reach, width, logs, offsets, upper, lower):
-    """Fill ``upper`` and ``lower`` (module docstring): first each sector's highest and
-    lowest corner of the cells that may overlap it, then the slope bounds as running maxima
-    outwards (``upper`` from ring 1, ``lower`` from ring 0)."""
+def mark(heights, x, y, ex, ey, reach, width, logs, offsets, tops, bottoms, start, stop):
+    """For each part p in start..stop (of ``len(tops)``, a band of rows of cells each):
+    ``tops[p]`` and ``bottoms[p]`` get each sector's highest and lowest corner of the band's
+    cells that may overlap it (a cell's box in distance and angle)."""
     rings = len(logs)
-    upper[:] = -INF
-    lower[:] = INF
+    ny, nx = heights.shape
+    for part in range(start, stop):
+        upper = tops[part]
+        lower = bottoms[part]
+        upper[:] = -INF
+        lower[:] = INF
+        first_row = part * (ny - 1) // len(tops)
+        last_row = (part + 1) * (ny - 1) // len(tops)
+        mark_rows(
+            heights,
+            x,
+            y,
+            ex,
+            ey,
+            reach,
+            width,
+            logs,
+            offsets,
+            upper,
+            lower,
+            rings,
+            first_row,
+            last_row,
+        )
+    return 0
+
+
+@helper
+def mark_rows(
+    heights, x, y, ex, ey, reach, width, logs, offsets, upper, lower, rings, first_row, last_row
+):
+    """mark's work on the cells of rows first_row..last_row."""
     ny, nx = heights.shape
     below = np.empty(nx)  # the pseudo-angles of row j's vertices
     above = np.empty(nx)  # of row j + 1's
     for i in range(nx):
-        below[i] = pseudo_angle(x[i] - ex, y[0] - ey)
-    for j in range(ny - 1):
+        below[i] = pseudo_angle(x[i] - ex, y[first_row] - ey)
+    for j in range(first_row, last_row):
         ya = y[j] - ey
         yb = y[j + 1] - ey
         for i in range(nx):
@@ -183,12 +213,29 @@ def sectors(heights, x, y, ex, ey, ez, reach, width, logs, offsets, upper, lower
                         lower[k] = bottom if bottom < lower[k] else lower[k]
                         k += 1
         below, above = above, below
-    for r in range(rings):
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def bound(ez, width, logs, offsets, tops, bottoms):
+    """The slope bounds, into ``tops[0]`` (upper) and ``bottoms[0]`` (lower), from mark's
+    heights over all parts, as running maxima outwards (module docstring): ``upper`` from
+    ring 1, ``lower`` from ring 0."""
+    upper = tops[0]
+    lower = bottoms[0]
+    parts = len(tops)
+    for r in range(len(logs)):
         base = offsets[r]
         parent = offsets[r - 1] if r > 0 else 0
         shift = logs[r] - logs[r - 1] if r > 0 else 0
         for b in range(1 << logs[r]):
-            su, sl = slope_bounds(upper[base + b], lower[base + b], ez, r * width, (r + 1) * width)
+            top = upper[base + b]
+            bottom = lower[base + b]
+            for part in range(1, parts):
+                other = tops[part, base + b]
+                top = other if other > top else top
+                other = bottoms[part, base + b]
+                bottom = other if other < bottom else bottom
+            su, sl = slope_bounds(top, bottom, ez, r * width, (r + 1) * width)
             if r >= 2:
                 inner = upper[parent + (b >> shift)]
                 su = inner if inner > su else su
