@@ -163,13 +163,15 @@ def window_terrain(heights, origin, spacing, window, like) -> Heightfield:
     )
 
 
-def window_visibility(heights, origin, spacing, window, observer, options, like, whole=None):
+def window_visibility(heights, origin, spacing, window, observer, options, like, terrains=None):
     """(j1 - j0, i1 - i0) bool: the viewshed of ``observer`` on the window's vertices.
 
     heights: the window's heights (the whole grid's [j0:j1, i0:i1]); ``like``: the
-    Heightfield whose model (surface, solid, diagonals) the window takes;
-    ``whole``: that terrain itself when the window is the whole grid (the same floats as a
-    window built anew, its kernel data kept between observers)."""
+    Heightfield whose model (surface, solid, diagonals) the window takes; ``terrains``: a
+    dict from windows to their Heightfields (without curvature the same for every observer
+    of a window, their kernel data kept between observers), filled when a line of sight
+    first needs one (the whole grid's is ``like`` itself: the same floats as a window built
+    anew)."""
     from .queries import occluded
 
     j0, j1, i0, i1 = window
@@ -195,9 +197,11 @@ def window_visibility(heights, origin, spacing, window, observer, options, like,
         rows, columns = np.nonzero(inside)
     if rows.size == 0:
         return visible
-    terrain = whole if whole is not None and not curvature else None
+    terrain = None if curvature or terrains is None else terrains.get(window)
     if terrain is None:
         terrain = window_terrain(heights, origin, spacing, window, like)
+        if not curvature and terrains is not None:
+            terrains[window] = terrain
     targets = np.empty((rows.size, 3))
     targets[:, 0] = x[columns]
     targets[:, 1] = y[rows]
@@ -349,7 +353,7 @@ def _viewshed(terrain, observer, options):
             observer,
             options,
             terrain,
-            whole=terrain if window == (0, ny, 0, nx) else None,
+            terrains={(0, ny, 0, nx): terrain},
         )
     return visible
 
