@@ -245,7 +245,8 @@ def sweep_states(heights, x, y, eye, options, like, window):
     if math.isfinite(options.max_distance):
         far = min(far, options.max_distance)
     logs, offsets = sweep.ring_layout(int(far / width) + 2, width, width, SWEEP_MAX_LOG)
-    parts = threads()
+    # Parts (threads) a power of two, at most a ring's fewest sectors: bound's turns.
+    parts = min(1 << (threads().bit_length() - 1), 1 << sweep.MIN_SECTOR_LOG)
     tops, bottoms = _tables(parts, int(offsets[-1]))
     has_anti = like.diagonals is not None and bool(like.diagonals.any())
     anti = np.zeros(1)
@@ -265,7 +266,7 @@ def sweep_states(heights, x, y, eye, options, like, window):
     def run():
         marking = (heights, x, y, eye[0], eye[1], reach, width, logs, offsets, tops, bottoms)
         run_split(sweep.mark, marking, parts, parts)
-        sweep.bound(eye[2], width, logs, offsets, tops, bottoms)
+        run_split(sweep.bound, (eye[2], width, logs, offsets, tops, bottoms), parts, parts)
         nearby = nearby_height(heights, x, y, eye, width)
         arguments = (
             heights,

@@ -216,10 +216,12 @@ def mark_rows(
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def bound(ez, width, logs, offsets, tops, bottoms):
+def bound(ez, width, logs, offsets, tops, bottoms, start, stop):
     """The slope bounds, into ``tops[0]`` (upper) and ``bottoms[0]`` (lower), from mark's
     heights over all parts, as running maxima outwards (module docstring): ``upper`` from
-    ring 1, ``lower`` from ring 0."""
+    ring 1, ``lower`` from ring 0. Angles are cut in ``len(tops)`` equal turns (start..stop
+    here): a sector's inner neighbour lies in its own (every ring has at least that many
+    sectors, a power of two), so the turns need no order between them."""
     upper = tops[0]
     lower = bottoms[0]
     parts = len(tops)
@@ -227,7 +229,8 @@ def bound(ez, width, logs, offsets, tops, bottoms):
         base = offsets[r]
         parent = offsets[r - 1] if r > 0 else 0
         shift = logs[r] - logs[r - 1] if r > 0 else 0
-        for b in range(1 << logs[r]):
+        count = 1 << logs[r]
+        for b in range(start * count // parts, stop * count // parts):
             top = upper[base + b]
             bottom = lower[base + b]
             for part in range(1, parts):
@@ -244,6 +247,7 @@ def bound(ez, width, logs, offsets, tops, bottoms):
                 sl = inner if inner > sl else sl
             upper[base + b] = su
             lower[base + b] = sl
+    return 0
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
