@@ -204,6 +204,19 @@ def use(name: str):
 
 
 @contextlib.contextmanager
+def compile_freely():
+    """In this thread, for a ``with`` block, let every query wait for its kernel as if numpy
+    would take longer (unless a backend is forced or compiling is refused): for the work
+    that follows a compiled step of the same request (the lines of sight a viewshed's
+    sweep leaves undecided), which would otherwise repeat numpy's per-call cost."""
+    previous, _local.compile_freely = getattr(_local, "compile_freely", False), True
+    try:
+        yield
+    finally:
+        _local.compile_freely = previous
+
+
+@contextlib.contextmanager
 def notify_waits(callback: Callable[[str], None]):
     """Call ``callback(message)`` in this thread before a query of the ``with`` block waits
     for a kernel to compile or load (a large batch, by the latency rule)."""
@@ -326,7 +339,9 @@ def compiled(key: tuple, numpy_seconds: Callable[[], float]) -> bool:
         return name == "numba"
     if key in _loaded:
         return True
-    if _refusal is not None or numpy_seconds() <= wait_seconds(key):
+    if _refusal is not None:
+        return False
+    if not getattr(_local, "compile_freely", False) and numpy_seconds() <= wait_seconds(key):
         return False
     return _numba_available()
 

@@ -22,13 +22,14 @@ windows out of its chunks, so its counts equal these bit for bit.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .backend import compiled, first_run, kernels, run_split, threads
+from .backend import compile_freely, compiled, first_run, kernels, run_split, threads
 from .heightfield import Heightfield
 from .reference import ON_SEGMENT_END
 
@@ -207,7 +208,10 @@ def window_visibility(heights, origin, spacing, window, observer, options, like,
     targets[:, 1] = y[rows]
     targets[:, 2] = heights[rows, columns] + options.target_height
     starts = np.broadcast_to(eye, targets.shape)
-    visible[rows, columns] = ~occluded(terrain, starts, targets)
+    # After a compiled sweep, its judge runs compiled too: prepared (loaded) in a session,
+    # and else one compile instead of numpy's per-call cost for every observer.
+    with compile_freely() if state is not None else contextlib.nullcontext():
+        visible[rows, columns] = ~occluded(terrain, starts, targets)
     return visible
 
 
