@@ -39,7 +39,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..kernel_common import INF, helper
+from ..kernel_common import INF, borrowed, helper
 
 VISIBLE = 1
 HIDDEN = 0
@@ -250,6 +250,119 @@ def bound(ez, width, logs, offsets, tops, bottoms, start, stop):
     return 0
 
 
+@helper
+def clear_rings(upper, offsets, logs, fraction, s, margin, last, guess):
+    """The most rings 1..r (r <= last) whose bounds clear a line of slope s in the
+    direction ``fraction``, 0 when none: ``upper``'s running maxima grow outwards, so the
+    rings that clear are 1..r. Searched from ``guess`` (the row's previous answer, lines of
+    neighbouring vertices being alike) by steps doubling up or down, then halving."""
+    guess = 1 if guess < 1 else (last if guess > last else guess)
+    if s - upper[offsets[guess] + sector_of(fraction, logs[guess])] > margin:
+        low, high, gap = guess, last, 1
+        while low < high:
+            probe = low + gap if low + gap <= high else high
+            if s - upper[offsets[probe] + sector_of(fraction, logs[probe])] > margin:
+                low, gap = probe, 2 * gap
+            else:
+                high = probe - 1
+                break
+    else:
+        low, high, gap = 0, guess - 1, 1
+        while high >= 1:
+            probe = high - gap + 1 if high - gap + 1 >= 1 else 1
+            if s - upper[offsets[probe] + sector_of(fraction, logs[probe])] > margin:
+                low = probe
+                break
+            high, gap = probe - 1, 2 * gap
+    while low < high:
+        probe = (low + high + 1) >> 1
+        if s - upper[offsets[probe] + sector_of(fraction, logs[probe])] > margin:
+            low = probe
+        else:
+            high = probe - 1
+    return low
+
+
+@helper
+def surface_at(heights, anti, has_anti, U, V):
+    """The surface's height at grid coordinates (U, V), clamped to the grid."""
+    ny, nx = heights.shape
+    ci = min(max(int(math.floor(U)), 0), nx - 2)
+    cj = min(max(int(math.floor(V)), 0), ny - 2)
+    split = has_anti and anti[cj * (nx - 1) + ci] > 0.0
+    return triangles(
+        heights[cj, ci],
+        heights[cj, ci + 1],
+        heights[cj + 1, ci],
+        heights[cj + 1, ci + 1],
+        U - ci,
+        V - cj,
+        split,
+    )
+
+
+@helper
+def least_clearance(heights, anti, has_anti, line, a, b, lowest, stop_below):
+    """``lowest`` lowered to the least clearance of the line of sight over lambda in
+    [a, b]: at the ends and where the path crosses a grid line or a cell's diagonal (the
+    clearance is linear in between), visited cell by cell (Amanatides-Woo). On a grid line
+    the surface is its edge's interpolation, on a diagonal the diagonal's. Stops once the
+    clearance is below ``stop_below``. line = (Ue, Ve, dU, dV, ez, dz): the eye in grid
+    coordinates, the path's grid extent, the eye's height and the rise to the target."""
+    ny, nx = heights.shape
+    Ue, Ve, dU, dV, ez, dz = line
+    for lam in (a, b):
+        g = ez + lam * dz - surface_at(heights, anti, has_anti, Ue + lam * dU, Ve + lam * dV)
+        lowest = g if g < lowest else lowest
+    ci = min(max(int(math.floor(Ue + a * dU)), 0), nx - 2)  # the walk starts in a's cell
+    cj = min(max(int(math.floor(Ve + a * dV)), 0), ny - 2)
+    step_i = 1 if dU > 0.0 else -1
+    step_j = 1 if dV > 0.0 else -1
+    line_i = ci + 1 if dU > 0.0 else ci  # the next column and row lines the path meets
+    line_j = cj + 1 if dV > 0.0 else cj
+    inverse_u = 1.0 / dU if dU != 0.0 else 0.0
+    inverse_v = 1.0 / dV if dV != 0.0 else 0.0
+    inverse_main = 1.0 / (dU - dV) if dU != dV else 0.0  # diagonals U - V = k
+    inverse_anti = 1.0 / (dU + dV) if dU != -dV else 0.0  # and U + V = k
+    next_u = (line_i - Ue) * inverse_u if dU != 0.0 else INF
+    next_v = (line_j - Ve) * inverse_v if dV != 0.0 else INF
+    enter = a
+    while lowest >= stop_below:
+        leave = next_u if next_u < next_v else next_v
+        leave = leave if leave < b else b
+        # The cell's diagonal: u = v (U - V = ci - cj), or u + v = 1 where split.
+        if has_anti and anti[cj * (nx - 1) + ci] > 0.0:
+            lam = (ci + cj + 1 - Ue - Ve) * inverse_anti
+            corner, far = heights[cj + 1, ci], heights[cj, ci + 1]  # at u = 0 and u = 1
+        else:
+            lam = (ci - cj - Ue + Ve) * inverse_main
+            corner, far = heights[cj, ci], heights[cj + 1, ci + 1]
+        if lam > enter and lam < leave:
+            h = corner + (Ue + lam * dU - ci) * (far - corner)
+            g = ez + lam * dz - h
+            lowest = g if g < lowest else lowest
+        if leave >= b:
+            break
+        enter = leave
+        if next_u <= next_v:  # onto column line_i, between rows cj and cj + 1
+            h0 = heights[cj, line_i]
+            h = h0 + (Ve + leave * dV - cj) * (heights[cj + 1, line_i] - h0)
+            ci += step_i
+            line_i += step_i
+            next_u = (line_i - Ue) * inverse_u
+        else:  # onto row line_j, between columns ci and ci + 1
+            h0 = heights[line_j, ci]
+            h = h0 + (Ue + leave * dU - ci) * (heights[line_j, ci + 1] - h0)
+            cj += step_j
+            line_j += step_j
+            next_v = (line_j - Ve) * inverse_v
+        g = ez + leave * dz - h
+        lowest = g if g < lowest else lowest
+        if ci < 0 or ci > nx - 2 or cj < 0 or cj > ny - 2:
+            break  # on the grid's border (rounding at the target's end)
+    return lowest
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def decide(
     heights,
@@ -277,17 +390,21 @@ def decide(
     """state[j, i] for rows start..stop: VISIBLE, HIDDEN (blocked, or beyond reach) or
     UNDECIDED (module docstring); returns how many are UNDECIDED. eye = (Ue, Ve, ez, ex,
     ey): grid and world coordinates; nearby: the highest corner of the cells within a ring
-    of the eye; blocks_below: a point below the terrain blocks (a
-    solid, or a segment that starts above a surface); longest: the longest stretch next to
-    the target measured exactly (in rings), beyond which the exact kernel judges. One
-    function, no call taking an array inside the loops (reference counts, which threads
-    contend for)."""
-    ny, nx = heights.shape
+    of the eye; blocks_below: a point below the terrain blocks (a solid, or a segment that
+    starts above a surface); longest: the most rings next to the target measured exactly,
+    beyond which occluded judges."""
+    heights, anti = borrowed(heights), borrowed(anti)  # helpers take them per vertex
+    upper, offsets, logs = borrowed(upper), borrowed(offsets), borrowed(logs)
+    nx = heights.shape[1]
     Ue, Ve, ez, ex, ey = eye[0], eye[1], eye[2], eye[3], eye[4]
     margin = 2.0 * tol / width
+    per_ring = 1.0 / width
+    # Below this clearance a point blocks (a solid, or a line that starts above a surface).
+    stop_below = -tol if blocks_below else -INF
     undecided = 0
     for j in range(start, stop):
         DY = y[j] - ey
+        previous = 1  # rings left to measure exactly for the row's previous vertex
         for i in range(nx):
             DX = x[i] - ex
             D2 = DX * DX + DY * DY
@@ -296,123 +413,36 @@ def decide(
                 continue
             dz = heights[j, i] + target_height - ez
             D = math.sqrt(D2)
-            rings = int(D / width)
-            # The stretches measured exactly: [a0, b0] by the eye, [a1, b1] by the target.
-            a0, b0, a1, b1 = trim, 1.0 - trim, 1.0, 0.0  # near: the whole segment
-            if rings >= 3:
+            rings = int(D * per_ring)
+            line = (Ue, Ve, i - Ue, j - Ve, ez, dz)
+            if rings < 3:  # near: the whole segment exactly
+                lowest = least_clearance(heights, anti, has_anti, line, trim, 1.0 - trim, INF,
+                                         stop_below)  # fmt: skip
+            else:
                 s = dz / D
                 fraction = pseudo_angle(DX, DY)
                 r = rings - 1  # ring r lies wholly before the target
                 if blocks_below and lower[offsets[r] + sector_of(fraction, logs[r])] - s > margin:
                     state[j, i] = HIDDEN
                     continue
-                # The most rings 1..r the bounds clear (upper grows outwards): probing
-                # down from the last ring 1, 2, 4, ... rings at a time, then halving.
-                low, high, gap = 0, r, 1
-                while high >= 1:
-                    probe = high - gap + 1 if high - gap + 1 >= 1 else 1
-                    if s - upper[offsets[probe] + sector_of(fraction, logs[probe])] > margin:
-                        low = probe
-                        break
-                    high, gap = probe - 1, 2 * gap
-                while low < high:
-                    probe = (low + high + 1) >> 1
-                    if s - upper[offsets[probe] + sector_of(fraction, logs[probe])] > margin:
-                        low = probe
-                    else:
-                        high = probe - 1
-                r = low
-                if rings - r > longest:
+                r = clear_rings(upper, offsets, logs, fraction, s, margin, r, rings - previous)
+                previous = rings - r
+                if previous > longest:
                     state[j, i] = UNDECIDED
                     undecided += 1
                     continue
-                b0, a1, b1 = width / D, (r + 1) * width / D, 1.0 - trim
-                if ez - nearby + (s if s < 0.0 else 0.0) * width > 2.0 * tol:
-                    a0, b0 = 1.0, 0.0  # clear of the highest corner within a ring: skipped
-            # The least clearance over the stretches: at their ends and where the path
-            # crosses a grid line or a cell's diagonal (linear in between), visited cell by
-            # cell (Amanatides-Woo); on a grid line the surface is its edge's interpolation.
-            lowest = INF
-            dU, dV = i - Ue, j - Ve
-            for stretch in range(2):
-                a = a0 if stretch == 0 else a1
-                b = b0 if stretch == 0 else b1
-                if not a < b or (blocks_below and lowest < -tol):
-                    continue
-                for lam in (a, b):
-                    U = Ue + lam * dU
-                    V = Ve + lam * dV
-                    ci = min(max(int(math.floor(U)), 0), nx - 2)
-                    cj = min(max(int(math.floor(V)), 0), ny - 2)
-                    split = has_anti and anti[cj * (nx - 1) + ci] > 0.0
-                    h = triangles(
-                        heights[cj, ci],
-                        heights[cj, ci + 1],
-                        heights[cj + 1, ci],
-                        heights[cj + 1, ci + 1],
-                        U - ci,
-                        V - cj,
-                        split,
-                    )
-                    g = ez + lam * dz - h
-                    lowest = g if g < lowest else lowest
-                # The walk starts in the cell at a (ci, cj from the loop's first pass).
-                U = Ue + a * dU
-                V = Ve + a * dV
-                ci = min(max(int(math.floor(U)), 0), nx - 2)
-                cj = min(max(int(math.floor(V)), 0), ny - 2)
-                step_i = 1 if dU > 0.0 else -1
-                step_j = 1 if dV > 0.0 else -1
-                line_i = ci + 1 if dU > 0.0 else ci  # the next column line the path meets
-                line_j = cj + 1 if dV > 0.0 else cj
-                inverse_u = 1.0 / dU if dU != 0.0 else 0.0
-                inverse_v = 1.0 / dV if dV != 0.0 else 0.0
-                next_u = (line_i - Ue) * inverse_u if dU != 0.0 else INF
-                next_v = (line_j - Ve) * inverse_v if dV != 0.0 else INF
-                enter = a
-                while True:
-                    leave = next_u if next_u < next_v else next_v
-                    leave = leave if leave < b else b
-                    # The cell's diagonal: u = v (U - V = ci - cj), or u + v = 1 if split.
-                    split = has_anti and anti[cj * (nx - 1) + ci] > 0.0
-                    rate = dU + dV if split else dU - dV
-                    if rate != 0.0:
-                        lam = ((ci + cj + 1 - Ue - Ve) if split else (ci - cj - Ue + Ve)) / rate
-                        if lam > enter and lam < leave:
-                            u = Ue + lam * dU - ci
-                            if split:  # from (ci, cj + 1) at u = 0 to (ci + 1, cj) at u = 1
-                                h0 = heights[cj + 1, ci]
-                                h = h0 + u * (heights[cj, ci + 1] - h0)
-                            else:
-                                h0 = heights[cj, ci]
-                                h = h0 + u * (heights[cj + 1, ci + 1] - h0)
-                            g = ez + lam * dz - h
-                            lowest = g if g < lowest else lowest
-                    if leave >= b or (blocks_below and lowest < -tol):
-                        break
-                    enter = leave
-                    if next_u <= next_v:  # onto column line_i, between rows cj and cj + 1
-                        V = Ve + leave * dV
-                        h0 = heights[cj, line_i]
-                        h = h0 + (V - cj) * (heights[cj + 1, line_i] - h0)
-                        ci += step_i
-                        line_i += step_i
-                        next_u = (line_i - Ue) * inverse_u
-                    else:  # onto row line_j, between columns ci and ci + 1
-                        U = Ue + leave * dU
-                        h0 = heights[line_j, ci]
-                        h = h0 + (U - ci) * (heights[line_j, ci + 1] - h0)
-                        cj += step_j
-                        line_j += step_j
-                        next_v = (line_j - Ve) * inverse_v
-                    g = ez + leave * dz - h
-                    lowest = g if g < lowest else lowest
-                    if ci < 0 or ci > nx - 2 or cj < 0 or cj > ny - 2:
-                        break  # on the grid's border (rounding at the target's end)
+                lowest = INF
+                if ez - nearby + (s if s < 0.0 else 0.0) * width <= 2.0 * tol:
+                    # Not clear of the highest corner within a ring: that ring exactly.
+                    lowest = least_clearance(heights, anti, has_anti, line, trim, width / D,
+                                             lowest, stop_below)  # fmt: skip
+                if lowest > 2.0 * tol:
+                    lowest = least_clearance(heights, anti, has_anti, line, (r + 1) * width / D,
+                                             1.0 - trim, lowest, stop_below)  # fmt: skip
             verdict = UNDECIDED
             if lowest > 2.0 * tol:
                 verdict = VISIBLE
-            elif blocks_below and lowest < -tol:
+            elif lowest < stop_below:
                 verdict = HIDDEN
             state[j, i] = verdict
             undecided += verdict == UNDECIDED
