@@ -252,28 +252,22 @@ def bound(ez, width, logs, offsets, tops, bottoms, start, stop):
 
 @helper
 def clear_rings(upper, offsets, logs, fraction, s, margin, last, guess):
-    """The most rings 1..r (r <= last) whose bounds clear a line of slope s in the
-    direction ``fraction``, 0 when none: ``upper``'s running maxima grow outwards, so the
-    rings that clear are 1..r. Searched from ``guess`` (the row's previous answer, lines of
-    neighbouring vertices being alike) by steps doubling up or down, then halving."""
-    guess = 1 if guess < 1 else (last if guess > last else guess)
-    if s - upper[offsets[guess] + sector_of(fraction, logs[guess])] > margin:
-        low, high, gap = guess, last, 1
-        while low < high:
-            probe = low + gap if low + gap <= high else high
+    """Rings 1..r (r <= last) whose bounds clear a line of slope s in the direction
+    ``fraction`` (0: none), as many as a few probes find: ``upper``'s running maxima grow
+    outwards, so the rings that clear are 1..r for some r. Lines of neighbouring vertices
+    being alike, ``guess`` (the row's previous answer) is tried first, one ring further
+    out, then as is; failing both, steps double inwards and then halve."""
+    for probe in (guess + 1, guess):
+        if probe >= 1 and probe <= last:
             if s - upper[offsets[probe] + sector_of(fraction, logs[probe])] > margin:
-                low, gap = probe, 2 * gap
-            else:
-                high = probe - 1
-                break
-    else:
-        low, high, gap = 0, guess - 1, 1
-        while high >= 1:
-            probe = high - gap + 1 if high - gap + 1 >= 1 else 1
-            if s - upper[offsets[probe] + sector_of(fraction, logs[probe])] > margin:
-                low = probe
-                break
-            high, gap = probe - 1, 2 * gap
+                return probe
+    low, high, gap = 0, (guess if guess <= last else last + 1) - 1, 1
+    while high >= 1:
+        probe = high - gap + 1 if high - gap + 1 >= 1 else 1
+        if s - upper[offsets[probe] + sector_of(fraction, logs[probe])] > margin:
+            low = probe
+            break
+        high, gap = probe - 1, 2 * gap
     while low < high:
         probe = (low + high + 1) >> 1
         if s - upper[offsets[probe] + sector_of(fraction, logs[probe])] > margin:
