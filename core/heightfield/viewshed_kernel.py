@@ -156,27 +156,33 @@ def mark_rows(
 ):
     """mark's work on the cells of rows first_row..last_row."""
     ny, nx = heights.shape
-    below = np.empty(nx)  # the pseudo-angles of row j's vertices
-    above = np.empty(nx)  # of row j + 1's
+    per_ring = 1.0 / width
+    # The pseudo-angles and distances from the eye of rows j (below) and j + 1 (above).
+    below, above = np.empty((2, nx)), np.empty((2, nx))
     for i in range(nx):
-        below[i] = pseudo_angle(x[i] - ex, y[first_row] - ey)
+        dx, dy = x[i] - ex, y[first_row] - ey
+        below[0, i], below[1, i] = pseudo_angle(dx, dy), math.sqrt(dx * dx + dy * dy)
     for j in range(first_row, last_row):
         ya = y[j] - ey
         yb = y[j + 1] - ey
         for i in range(nx):
-            above[i] = pseudo_angle(x[i] - ex, yb)
+            dx = x[i] - ex
+            above[0, i], above[1, i] = pseudo_angle(dx, yb), math.sqrt(dx * dx + yb * yb)
         gy = ya if ya > 0.0 else (-yb if yb < 0.0 else 0.0)
-        fy = -ya if -ya > yb else yb
         for i in range(nx - 1):
             xa = x[i] - ex
             xb = x[i + 1] - ex
             gx = xa if xa > 0.0 else (-xb if xb < 0.0 else 0.0)
-            near = math.sqrt(gx * gx + gy * gy)  # the cell's nearest and farthest points
+            d0, d1, d2, d3 = below[1, i], below[1, i + 1], above[1, i], above[1, i + 1]
+            # The cell's nearest point: a corner, or on an edge facing the eye (a gap 0).
+            if gx > 0.0 and gy > 0.0:
+                near = min(min(d0, d1), min(d2, d3))
+            else:
+                near = gx if gx > gy else gy
             if near > reach:
                 continue
-            fx = -xa if -xa > xb else xb
-            r0 = int(near / width)
-            r1 = int(math.sqrt(fx * fx + fy * fy) / width)
+            r0 = int(near * per_ring)
+            r1 = int(max(max(d0, d1), max(d2, d3)) * per_ring)  # its farthest: a corner
             r1 = r1 if r1 < rings else rings - 1
             h00 = heights[j, i]
             h10 = heights[j, i + 1]
@@ -184,7 +190,7 @@ def mark_rows(
             h11 = heights[j + 1, i + 1]
             top = max(max(h00, h10), max(h01, h11))
             bottom = min(min(h00, h10), min(h01, h11))
-            a0, a1, a2, a3 = below[i], below[i + 1], above[i], above[i + 1]
+            a0, a1, a2, a3 = below[0, i], below[0, i + 1], above[0, i], above[0, i + 1]
             low = min(min(a0, a1), min(a2, a3))
             high = max(max(a0, a1), max(a2, a3))
             parts = 1
