@@ -248,7 +248,7 @@ def sweep_states(heights, x, y, eye, options, like, window):
     far = max(math.hypot(x[k] - eye[0], y[m] - eye[1]) for k in (0, -1) for m in (0, -1))
     if math.isfinite(options.max_distance):
         far = min(far, options.max_distance)
-    logs, offsets = sweep.ring_layout(int(far / width) + 2, width, width, SWEEP_MAX_LOG)
+    logs, offsets = sweep.ring_layout(int(far / width) + 2, SWEEP_MAX_LOG)
     # Parts (threads) a power of two, at most a ring's fewest sectors: bound's turns.
     parts = min(1 << (threads().bit_length() - 1), 1 << sweep.MIN_SECTOR_LOG)
     tops, bottoms = _tables(parts, int(offsets[-1]))

@@ -34,6 +34,7 @@ the stretch's ends or where the path crosses a grid line or a diagonal (``lowest
 A target within three rings is measured exactly all the way.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -48,17 +49,20 @@ ANGLE_SLACK = 1e-9  # of a turn: a cell's sectors are widened by the rounding of
 MIN_SECTOR_LOG = 6  # at least 64 sectors per ring (the first rings' cells span wide angles)
 
 
-def ring_layout(rings, width, cell, max_log):
-    """(log2 of the sector count, offset into the tables) per ring, and the tables' size:
-    about one sector per ``cell`` of arc, at least 2^MIN_SECTOR_LOG, at most 2^max_log."""
+@functools.lru_cache(maxsize=8)
+def ring_layout(rings, max_log):
+    """(log2 of the sector count, offset into the tables) per ring (read-only), and so the
+    tables' size: about one sector per ring width of arc, at least 2^MIN_SECTOR_LOG, at
+    most 2^max_log."""
     logs = np.empty(rings, dtype=np.int64)
     offsets = np.empty(rings + 1, dtype=np.int64)
     offsets[0] = 0
     for r in range(rings):
-        arc = 2.0 * math.pi * (r + 1) * width / cell
-        log = max(MIN_SECTOR_LOG, min(max_log, math.ceil(math.log2(arc))))
+        log = max(MIN_SECTOR_LOG, min(max_log, math.ceil(math.log2(2.0 * math.pi * (r + 1)))))
         logs[r] = log
         offsets[r + 1] = offsets[r] + (1 << log)
+    logs.setflags(write=False)
+    offsets.setflags(write=False)
     return logs, offsets
 
 
