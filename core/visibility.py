@@ -309,11 +309,11 @@ def nearby_height(heights, x, y, eye, width):
 
 
 def _tables(parts, size):
-    """Two C-contiguous (parts, size) float64 tables, this thread's own, reused while large
+    """Two C-contiguous (parts, size) float32 tables, this thread's own, reused while large
     enough."""
     tables = getattr(_buffers, "tables", None)
     if tables is None or len(tables[0]) < parts * size:
-        tables = (np.empty(parts * size), np.empty(parts * size))
+        tables = (np.empty(parts * size, np.float32), np.empty(parts * size, np.float32))
         _buffers.tables = tables
     return tuple(table[: parts * size].reshape(parts, size) for table in tables)
 

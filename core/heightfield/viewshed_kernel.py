@@ -16,22 +16,25 @@ Sectors. Every point of a line of sight lies in the direction of T from E. Rings
 ``w`` around E (ring r: ``r w <= d < (r+1) w``) are cut into ``2^k`` equal sectors of
 pseudo-angle (``pseudo_angle``, monotonic in the angle: no trigonometry), ``2^k`` growing
 with r so that a sector is about a cell wide and each ring's sectors split its inner
-neighbour's. A sector keeps the largest and smallest corner height of the cells that may
-overlap it (each cell's box in distance and angle), so every terrain point in it has a slope
-between ``lower`` and ``upper`` (the heights over the sector's nearest or farthest distance,
-whichever bounds). Taken as running maxima outwards along the nested sectors (``sectors``),
-one lookup gives, for a target's direction and a ring:
+neighbour's. A sector keeps the highest and lowest corner of the cells that may overlap it
+(each cell's box in distance and angle; ``mark``), so every terrain point in it has a slope
+between ``lower`` and ``upper`` (those heights over the sector's nearest or farthest
+distance, whichever bounds). Taken as running maxima outwards along the nested sectors
+(``bound``), one lookup gives, for a target's direction and a ring r:
 
-* ``upper[r]``: no terrain point of rings 1..r in that direction has a larger slope. With
+* ``upper``: no terrain point of rings 1..r in that direction has a larger slope. With
   ``s - upper > 2 TOL / w`` the clearance over those rings is ``(s - slope) d > 2 TOL``.
-* ``lower[r]``: some point of every ring 0..r in that direction has at least that slope, so
-  with ``lower - s > 2 TOL / w`` the point half a ring in has ``g < -TOL``: blocked.
+* ``lower``: some point of every ring 0..r in that direction has at least that slope, so
+  with ``lower - s > 2 TOL / w`` the point 3/4 of a ring in has ``g < -1.5 TOL``: blocked.
+
+The tables are float32, rounded outwards (``upper`` up, ``lower`` down): bounds still.
 
 Near the ends the bounds cannot decide (the clearance goes to 0 at a target lying on the
-terrain), so the first ring and the last one to two rings are measured exactly: the
-clearance is linear inside each triangle, so its least value on a stretch of the path is at
-the stretch's ends or where the path crosses a grid line or a diagonal (``lowest_on``).
-A target within three rings is measured exactly all the way.
+terrain), so the stretch from the last ring the bounds clear to the target, and the first
+ring when the eye is not clear of its own cells, are measured exactly: the clearance is
+linear inside each triangle, so its least value on a stretch is at the stretch's ends or
+where the path crosses a grid line or a diagonal (``least_clearance``). A target within
+three rings is measured exactly all the way.
 """
 
 import functools
@@ -83,6 +86,20 @@ def pseudo_angle(dx, dy):
 
 
 @helper
+def float32_up(x):
+    """x as the nearest float32 at or above it (a bound kept in half the memory)."""
+    rounded = np.float32(x)
+    return np.nextafter(rounded, np.float32(INF)) if rounded < x else rounded
+
+
+@helper
+def float32_down(x):
+    """x as the nearest float32 at or below it."""
+    rounded = np.float32(x)
+    return np.nextafter(rounded, np.float32(-INF)) if rounded > x else rounded
+
+
+@helper
 def sector_of(fraction, log):
     n = 1 << log
     b = int(fraction * n)
@@ -131,8 +148,8 @@ def mark(heights, x, y, ex, ey, reach, width, logs, offsets, tops, bottoms, star
     for part in range(start, stop):
         upper = tops[part]
         lower = bottoms[part]
-        upper[:] = -INF
-        lower[:] = INF
+        upper[:] = np.float32(-INF)
+        lower[:] = np.float32(INF)
         first_row = part * (ny - 1) // len(tops)
         last_row = (part + 1) * (ny - 1) // len(tops)
         mark_rows(
@@ -192,8 +209,8 @@ def mark_rows(
             h10 = heights[j, i + 1]
             h01 = heights[j + 1, i]
             h11 = heights[j + 1, i + 1]
-            top = max(max(h00, h10), max(h01, h11))
-            bottom = min(min(h00, h10), min(h01, h11))
+            top = float32_up(max(max(h00, h10), max(h01, h11)))
+            bottom = float32_down(min(min(h00, h10), min(h01, h11)))
             a0, a1, a2, a3 = below[0, i], below[0, i + 1], above[0, i], above[0, i + 1]
             low = min(min(a0, a1), min(a2, a3))
             high = max(max(a0, a1), max(a2, a3))
@@ -255,8 +272,8 @@ def bound(ez, width, logs, offsets, tops, bottoms, start, stop):
             if r >= 1:
                 inner = lower[parent + (b >> shift)]
                 sl = inner if inner > sl else sl
-            upper[base + b] = su
-            lower[base + b] = sl
+            upper[base + b] = float32_up(su)
+            lower[base + b] = float32_down(sl)
     return 0
 
 
