@@ -195,7 +195,7 @@ def inside_solid(footprint, heights, zmax, sx, sy, sz, R):
     return True, bound
 
 
-@rare_helper
+@helper
 def nearest_around(footprint, heights, hierarchy, grid, solid, sx, sy, sz, reach):
     """The nearest point of the terrain's pieces within ``reach`` of the start: its
     distance (inf where none), the point and the piece's outward normal (cell_nearest's).
