@@ -36,19 +36,20 @@ a start on a wall). R = 0 is the ray clipped to the segment (the exact walk's an
 
 Traversal (the hierarchy inflated by R). Clip [0, length] to the footprint box grown by R in
 x and y and in z to [zmin - R, zmax + R] (the solid: below zmax + R), and walk it in
-stretches of STRETCH cells of horizontal travel, all casts together. In a stretch [ta, tb]
-the cells within R of the path lie in the stretch's xy box grown by R. The pieces of a block
-(then of a cell) lie in its box: its xy rectangle between its least and largest height (the
-solid's border cells: down to -inf, for the walls), so the centre can touch them only
-inside that box grown by R and, for a bounded box, inside the ball of radius R + half its
-diagonal around its middle: a slab and a sphere interval of t, whose start bounds every
-contact with those pieces from below. Blocks, then cells, whose interval misses [ta, tb]
-or starts after the best contact so far are skipped; each cast takes its remaining blocks,
-and their cells, in the order of that bound (the first, then 3 more, 12 more, ...), skipping
-those whose bound passed the best contact found meanwhile. A contact found at or before tb
-is the first: a piece not yet tested is farther than R in xy from the path before tb. Every
-entry found is a real contact, so the answer is the least of them whatever the stretches
-(both backends may cut them differently).
+stretches of cast_walk.STRETCH cells of horizontal travel, all casts together (cast_walk.py;
+the pieces' tests: cast_cells.py). In a stretch [ta, tb] the cells within R of the path lie
+in the stretch's xy box grown by R. The pieces of a block (then of a cell) lie in its box:
+its xy rectangle between its least and largest height (the solid's border cells: down to
+-inf, for the walls), so the centre can touch them only inside that box grown by R and, for
+a bounded box, inside the ball of radius R + half its diagonal around its middle: a slab and
+a sphere interval of t, whose start bounds every contact with those pieces from below.
+Blocks, then cells, whose interval misses [ta, tb] or starts after the best contact so far
+are skipped; each cast takes its remaining blocks, and their cells, in the order of that
+bound (the first, then 3 more, 12 more, ...), skipping those whose bound passed the best
+contact found meanwhile. A contact found at or before tb is the first: a piece not yet
+tested is farther than R in xy from the path before tb. Every entry found is a real contact,
+so the answer is the least of them whatever the stretches (both backends may cut them
+differently).
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ class _Geometry:
         data = terrain._cast_data()
         self.block_max, self.cell_max = data["block_max"], data["cell_max"]
         self.block_min, self.cell_min = data["block_min"], data["cell_min"]
-        # The size of the coordinates near the terrain (for EARLY).
+        # The size of the coordinates near the terrain (for cast_cells.EARLY).
         self.scale = (
             max(abs(self.zmin), abs(self.zmax), self.dx, self.dy)
             + abs(self.x0)
