@@ -64,6 +64,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
+import glob
 import hashlib
 import importlib
 import os
@@ -232,14 +233,17 @@ def cache_root() -> str | None:
 
 
 def _kernels_fingerprint() -> str:
-    """A hash of the kernels' sources (every ``*_kernel.py`` and kernel_common.py). numba
-    checks only a function's own file before it reuses a cached kernel, not the helpers it
-    inlines from kernel_common.py or another kernel module: a cache folder per version of
-    all the sources keeps a stale kernel from being loaded."""
+    """A hash of the kernels' sources (every ``*_kernel.py``, the modules of helpers too,
+    and kernel_common.py). numba checks only a function's own file before it reuses a
+    cached kernel, not the helpers it inlines from kernel_common.py or another kernel
+    module: a cache folder per version of all the sources keeps a stale kernel from being
+    loaded."""
     root = os.path.dirname(os.path.abspath(__file__))
     digest = hashlib.sha256()
-    for module in sorted(set(KERNEL_MODULES.values())) + ["kernel_common"]:
-        with open(os.path.join(root, *module.split(".")) + ".py", "rb") as source:
+    paths = sorted(glob.glob(os.path.join(root, "*", "*_kernel.py")))
+    for path in paths + [os.path.join(root, "kernel_common.py")]:
+        module = os.path.relpath(path, root)[: -len(".py")].replace(os.sep, ".")
+        with open(path, "rb") as source:
             digest.update(module.encode() + b"\0" + source.read())
     return digest.hexdigest()[:16]
 

@@ -20,8 +20,12 @@ one-ray function, ``normal_to_world`` and ``keep_hit``; then ``write_ray_hits`` 
 block's results.
 """
 
+from typing import Any
+
 import numpy as np
 from numba import njit
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 INF = np.inf
 NAN = np.nan
@@ -156,12 +160,32 @@ def read_rays(origins, directions, begin, count, block):
 def rare_helper(function):
     """A :func:`helper` that LLVM does not inline: code that runs rarely (out of the loop's
     way, e.g. read_rays's fix-up of extreme lengths), or whose work dwarfs a call
-    (heightfield/cast_kernel.py's nearest point of one cell), called instead, so each kernel's
+    (heightfield/cast_cells_kernel.py's nearest point of one cell), called instead, so each kernel's
     module stays small and fast to optimize."""
     # numba's options without a Python wrapper are missing from its type stubs.
     return njit(  # type: ignore[call-overload]
         no_cpython_wrapper=True, no_cfunc_wrapper=True, error_model="numpy"
     )(function)
+
+
+def _borrowed_intrinsic(typingctx, array_type):
+    """``borrowed(array)``: a view of the array without its owner (no memory info): numba
+    counts the references to an owned array up and down (an atomic operation, which the
+    threads contend for) each time a helper taking it is called, and keeps those counts
+    where the helper has loops; a view without an owner skips them. It stays valid only
+    while the array itself is held by the caller (a kernel's arguments are, for the whole
+    call) and must not outlive it (never returned or stored where the array may go)."""
+
+    def codegen(context, builder, signature, arguments):
+        view = context.make_array(signature.args[0])(context, builder, arguments[0])
+        view.meminfo = cgutils.get_null_value(view.meminfo.type)
+        view.parent = cgutils.get_null_value(view.parent.type)
+        return view._getvalue()
+
+    return array_type(array_type), codegen
+
+
+borrowed: Any = intrinsic(_borrowed_intrinsic)  # called as borrowed(array)
 
 
 @rare_helper
