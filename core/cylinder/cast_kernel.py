@@ -1,6 +1,7 @@
 """Compiled sphere cast vs finite cylinder, capped or open: cast.py by blocks of casts (its
 docstring has the math: the box's first point when it lies in the Minkowski sum, else the
-rim tori by monotone Newton on their convex and concave pieces), operand for operand.
+rim tori by monotone Newton on their convex and concave pieces), operand for operand. The
+rim tori and the open tube's whole path are in torus_kernel.py.
 
 Arguments (Cylinder.kernel_arguments): as ray_kernel.py's.
 """
@@ -25,149 +26,29 @@ from ..kernel_common import (
     transform,
     transform_transposed,
 )
-from .cast import EPSILON, NEWTON_STEPS
+from .cast import NEWTON_STEPS
+from .torus_kernel import (
+    DENSE_SWEEPS,
+    J_FOUND,
+    J_GOING,
+    J_LIST,
+    J_OWNER,
+    J_T,
+    JOB_ROWS,
+    cast_line,
+    newton_step,
+    radial_interval,
+    torus_entry,
+    tube_entry,
+)
 
-
-@helper
-def radial_interval(closest, inverse_speed_squared, miss_squared, along_axis, radius):
-    """_Line.radial_interval: [enter, leave] within ``radius`` of the axis; NaN where
-    never, +-inf for a line along the axis within it."""
-    half = np.sqrt((radius * radius - miss_squared) * inverse_speed_squared)
-    if along_axis and half >= 0.0:
-        return -INF, INF
-    return closest - half, closest + half
-
-
-@helper
-def torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r):
-    """F(t) = (rho - r)^2 + zeta^2 - R^2 and the Newton step F / F' (one division:
-    cast._torus_function)."""
-    s = t - closest
-    a2s = a2 * s
-    rho = np.sqrt(a2s * s + b2)
-    off = rho - r
-    zeta = zeta0 + t * dz
-    f = off * off + zeta * zeta - reach_squared
-    rho = rho + 1e-300
-    return f, (f * rho) / (2.0 * (off * a2s + zeta * dz * rho))
-
-
-@helper
-def concave_piece(closest, a2, b2, zeta0, dz, reach_squared, tolerance, r, low, high):
-    """The first root of F in the concave piece [low, high], inf where none: cast.py's
-    _torus_entry for one concave piece, then its _newton for one row (leftward from the
-    right end, where F <= 0; a stall from rounding is inside, a hair past the root). The
-    convex pieces are the block's jobs (sphere_cast)."""
-    f, step = torus_function(low, closest, a2, b2, zeta0, dz, reach_squared, r)
-    if f <= tolerance:
-        return low
-    if not f > tolerance:
-        return INF
-    # Positive at its left end, a concave piece has a root only if F(high) <= 0.
-    f, step = torus_function(high, closest, a2, b2, zeta0, dz, reach_squared, r)
-    if not f <= tolerance:
-        return INF
-    t = high
-    for _ in range(NEWTON_STEPS):
-        after = t - step
-        if f >= -tolerance or not (after < t and after >= low):
-            return t
-        t = after
-        f, step = torus_function(t, closest, a2, b2, zeta0, dz, reach_squared, r)
-    return INF
-
-
-@helper
-def torus_entry(x0, y0, z0, dz, rim, r, reach, line, lower, upper, convex, block, jobs, owner):
-    """First t in [lower, upper] inside the solid torus around the rim at height ``rim``,
-    inf where none (cast._torus_entry for one row), its convex pieces left as
-    jobs of the block (add_job: cast ``owner``, the jobs' count ``jobs`` returned with the
-    answer of the concave piece). ``line`` = (closest, a^2, b^2, 1 / a^2)."""
-    closest, a2, b2, inverse_speed_squared = line
-    size = 2.0 * (abs(x0) + abs(y0) + abs(z0 - rim)) + r + 2.0 * reach
-    tolerance = 8.0 * EPSILON * reach * size
-    zeta0, reach_squared = z0 - rim, reach * reach
-    pieces = 1
-    middle_low = middle_high = 0.0
-    if not convex and (b2 < r * r * a2 * a2 or b2 == 0.0):
-        # The concave middle |s| < s_c where rho^3 < r a^2 b^2; only a stretch reaching
-        # into it is cut in three pieces.
-        rho_turn = np.cbrt(r * a2 * b2)
-        half = rho_turn * rho_turn - b2
-        half = np.sqrt((half if half > 0.0 else 0.0) * inverse_speed_squared)
-        middle_low, middle_high = closest - half, closest + half
-        if lower < middle_high and upper > middle_low:
-            pieces = 3
-    found = INF
-    for piece in range(pieces):
-        low, high = lower, upper
-        if pieces == 3:
-            if piece == 0:
-                high = minimum(upper, middle_low)
-            elif piece == 1:
-                low, high = maximum(lower, middle_low), minimum(upper, middle_high)
-            else:
-                low = maximum(lower, middle_high)
-        if low <= high:
-            convex_piece = pieces == 1 or piece != 1
-            if convex_piece:  # solved with the block's other convex pieces
-                line = (closest, a2, b2, zeta0, dz, reach_squared, tolerance)
-                jobs = add_job(block, jobs, owner, line, r, low, high)
-            else:
-                root = concave_piece(
-                    closest, a2, b2, zeta0, dz, reach_squared, tolerance, r, low, high
-                )
-                found = fmin(found, root)
-    return found, jobs
-
-
-@helper
-def tube_entry(
-    x0, y0, z0, dz, inverse_dz, parallel, along_axis, r, h, reach, line, lower, block, jobs, owner
-):
-    """cast._tube_entry for one row: the shell between the end planes skipping the
-    hole, or a rim torus crossed before it (its convex pieces left as jobs, torus_entry);
-    the answer so far and the jobs' count."""
-    closest, _, b2, inverse_speed_squared = line
-    outer_enter, outer_leave = radial_interval(
-        closest, inverse_speed_squared, b2, along_axis, r + reach
-    )
-    slab_enter, slab_leave = slab(z0, dz, inverse_dz, 0.0, h, 0.0)
-    enter, leave = maximum(outer_enter, slab_enter), minimum(outer_leave, slab_leave)
-    hole = maximum(r - reach, 0.0)
-    hole_enter, hole_leave = radial_interval(closest, inverse_speed_squared, b2, along_axis, hole)
-    if reach >= r or (along_axis and b2 >= hole * hole):
-        hole_enter = NAN
-    first = fmax(enter, lower)
-    if first > hole_enter and first < hole_leave:
-        first = hole_leave
-    distance = first if enter <= leave and first <= leave else INF
-    found = distance
-    for rim in range(2):
-        low, high = (-reach, 0.0) if rim == 0 else (h, h + reach)
-        layer_enter, layer_leave = slab(z0, dz, inverse_dz, low, high, 0.0)
-        start = fmax(maximum(outer_enter, layer_enter), lower)
-        stop = fmin(minimum(outer_leave, layer_leave), distance)
-        if start < stop and not (start > hole_enter and stop < hole_leave):
-            convex = rim != rim  # (False; a variable like the solid's, one torus_entry)
-            rim_found, jobs = torus_entry(
-                x0,
-                y0,
-                z0,
-                dz,
-                0.0 if rim == 0 else h,
-                r,
-                reach,
-                line,
-                start,
-                stop,
-                convex,
-                block,
-                jobs,
-                owner,
-            )
-            found = fmin(found, rim_found)
-    return found, jobs
+# Rows of a sphere_cast block, one column per cast: the cast in the world (start, unit
+# direction, length), its line in the cylinder's frame and the fast path's values, and
+# the list of the casts that need a torus; the jobs' rows (torus_kernel.py) follow.
+_SX, _SY, _SZ, _UX, _UY, _UZ, _LENGTH = range(7)
+_X0, _Y0, _Z0, _DX, _DY, _DZ, _REACH = range(7, 14)
+_T, _FIRST, _LEAVE, _FLAG, _LIST, _CAST_ROWS = range(14, 20)
+_BLOCK_ROWS = _CAST_ROWS + JOB_ROWS
 
 
 @helper
@@ -228,47 +109,6 @@ def contact_tube_odd(cx, cy, cz, dx, dy, r, h, reach):
 
 
 # Rows of a sphere_cast block, one column per cast: the cast in the world (start, unit
-# direction, length), its line in the cylinder's frame and the fast path's values, and
-# the list of the casts that need a torus.
-_SX, _SY, _SZ, _UX, _UY, _UZ, _LENGTH = range(7)
-_X0, _Y0, _Z0, _DX, _DY, _DZ, _REACH = range(7, 14)
-_T, _FIRST, _LEAVE, _FLAG, _LIST = range(14, 19)
-
-
-# Rows of the rim-torus jobs in a block (after its casts' rows; up to 4 per cast, the
-# tube's two rims cut in pieces), one column per convex piece to solve: the torus
-# function's coefficients (torus_function), the tolerance, the piece's end, Newton's t, the
-# answer, the jobs still going on (their order) and the cast owning the job.
-_J_CLOSEST, _J_A2, _J_B2, _J_ZETA0, _J_DZ, _J_REACH2, _J_TOLERANCE = range(20, 27)
-_J_HIGH, _J_T, _J_FOUND, _J_LIST, _J_OWNER, _J_GOING, _BLOCK_ROWS = range(27, 34)
-
-# Newton sweeps over every job of a block, in SIMD, before the jobs still going on are
-# listed: most converge within these (a few evaluations per job on bench_casts' lines).
-DENSE_SWEEPS = 5
-
-
-@helper
-def add_job(block, jobs, owner, line, r, low, high):
-    """A convex piece [low, high] of a rim torus of cast ``owner`` as job ``jobs`` of the
-    block; the jobs' count. ``line`` = (closest, a^2, b^2, zeta0, dz, R^2, tolerance)."""
-    closest, a2, b2, zeta0, dz, reach_squared, tolerance = line
-    block[_J_CLOSEST, jobs], block[_J_A2, jobs], block[_J_B2, jobs] = closest, a2, b2
-    block[_J_ZETA0, jobs], block[_J_DZ, jobs] = zeta0, dz
-    block[_J_REACH2, jobs], block[_J_TOLERANCE, jobs] = reach_squared, tolerance
-    block[_J_HIGH, jobs], block[_J_OWNER, jobs], block[_J_LIST, jobs] = high, owner, jobs
-    block[_J_T, jobs] = low
-    return jobs + 1
-
-
-@helper
-def cast_line(x0, y0, dx, dy):
-    """The radial part of the line (cast._Line): closest approach to the axis,
-    a^2 (radial speed squared), b^2 (miss distance squared), 1 / a^2."""
-    a2 = dx * dx + dy * dy
-    inverse_speed_squared = 1.0 / (a2 if a2 > 1e-300 else 1e-300)
-    closest = -(x0 * dx + y0 * dy) * inverse_speed_squared
-    px, py = x0 + closest * dx, y0 + closest * dy
-    return closest, a2, px * px + py * py, inverse_speed_squared
 
 
 @helper
@@ -315,7 +155,7 @@ def box_entries(p0, frame, h, r, capped, placement, starts, ends, radius, begin,
             ~capped & between_caps & (rho_squared >= hole * hole)
         )
         # The tube's hole: the line leaves it onto the inner wall, or past the box's ends.
-        hole_leave = radial_interval(closest, inverse_speed_squared, b2, along_axis, hole)[1]
+        _, hole_leave = radial_interval(closest, inverse_speed_squared, b2, along_axis, hole)
         z_out = z0 + hole_leave * dz
         on_end = ~between_caps & ((slab_enter >= outer_enter) | (enter <= 0.0))
         inside = ~capped & on_end & (rho_squared < hole * hole) & (hole_leave >= first)
@@ -403,6 +243,7 @@ def _make_sphere_cast(capped):
         center, point = center.reshape(center.size), point.reshape(point.size)
         out = (hit, distance, center, point, normal.reshape(normal.size))
         block = np.empty((_BLOCK_ROWS, 4 * BLOCK + 8))  # (up to 4 jobs per cast; rows not 4K apart)
+        jobs = block[_CAST_ROWS:]
         bad = 0
         for begin in range(start, stop, BLOCK):
             count = stop - begin if stop - begin < BLOCK else BLOCK  # no min() to compile
@@ -416,118 +257,67 @@ def _make_sphere_cast(capped):
             for j in range(count):
                 block[_LIST, listed] = j
                 listed += 1 if block[_FLAG, j] != 0.0 else 0
-            # Their rim tori's convex pieces become jobs (add_job), solved together below.
-            jobs = 0 * listed  # (an int64, not the literal 0: one compile of tube_entry)
+            # Their rim tori's convex pieces become jobs (torus_kernel.add_job), solved
+            # together below.
+            pieces = 0 * listed  # (an int64, not the literal 0: one compile of tube_entry)
             for k in range(listed):
                 j = int(block[_LIST, k])
                 x0, y0, z0 = block[_X0, j], block[_Y0, j], block[_Z0, j]
                 dx, dy, dz = block[_DX, j], block[_DY, j], block[_DZ, j]
-                reach, first = block[_REACH, j], block[_FIRST, j]
+                reach, first, leave = block[_REACH, j], block[_FIRST, j], block[_LEAVE, j]
                 line = cast_line(x0, y0, dx, dy)
                 owner = 1.0 * j
                 if capped:  # the rim's torus on [first, leave], convex: a job
                     rim = h if z0 + first * dz > h else 0.0
-                    t, jobs = torus_entry(
-                        x0,
-                        y0,
-                        z0,
-                        dz,
-                        rim,
-                        r,
-                        reach,
-                        line,
-                        first,
-                        block[_LEAVE, j],
-                        capped,
-                        block,
-                        jobs,
+                    t, pieces = torus_entry(
+                        x0, y0, z0, dz, rim, r, reach, line, first, leave, capped, jobs, pieces,
                         owner,
-                    )
+                    )  # fmt: skip
                 else:
                     parallel = dz == 0.0
                     inverse_dz = 1.0 / (1.0 if parallel else dz)
-                    along_axis = line[1] == 0.0
-                    t, jobs = tube_entry(
-                        x0,
-                        y0,
-                        z0,
-                        dz,
-                        inverse_dz,
-                        parallel,
-                        along_axis,
-                        r,
-                        h,
-                        reach,
-                        line,
-                        first,
-                        block,
-                        jobs,
-                        owner,
-                    )
+                    _, a2, _, _ = line
+                    along_axis = a2 == 0.0
+                    t, pieces = tube_entry(
+                        x0, y0, z0, dz, inverse_dz, parallel, along_axis, r, h, reach, line,
+                        first, jobs, pieces, owner,
+                    )  # fmt: skip
                     block[_T, j] = t
-            # Newton's iterations (cast._newton, convex) on all jobs together: F at t,
-            # then _newton's checks and step, so the same answers, bit for bit. First
-            # DENSE_SWEEPS sweeps over every job, a finished one keeping its values (selects:
-            # LLVM runs the sweep in SIMD, several jobs' square roots and divisions at once);
-            # then one iteration per sweep over those still going on, listed (row _J_LIST).
-            for k in range(jobs):
-                block[_J_GOING, k] = 1.0
+            # Newton's iterations (cast._newton, convex) on all jobs together, bit for bit as
+            # _newton's: first DENSE_SWEEPS sweeps over every job, a finished one keeping
+            # its values (selects: LLVM runs the sweep in SIMD, several jobs' square roots
+            # and divisions at once); then one iteration per sweep over those still going
+            # on, listed (row J_LIST).
+            for k in range(pieces):
+                jobs[J_GOING, k] = 1.0
             for _ in range(DENSE_SWEEPS):
-                for k in range(jobs):
-                    t, tolerance = block[_J_T, k], block[_J_TOLERANCE, k]
-                    f, step = torus_function(
-                        t,
-                        block[_J_CLOSEST, k],
-                        block[_J_A2, k],
-                        block[_J_B2, k],
-                        block[_J_ZETA0, k],
-                        block[_J_DZ, k],
-                        block[_J_REACH2, k],
-                        r,
-                    )
-                    after = t - step
-                    done = f <= tolerance
-                    moving = (after > t) & (after <= block[_J_HIGH, k])
-                    landed = moving & (step * step <= tolerance)
+                for k in range(pieces):
+                    t, after, done, landed, moving = newton_step(jobs, k, r)
                     found = t if done else (after if landed else INF)
-                    going = block[_J_GOING, k] != 0.0
-                    block[_J_FOUND, k] = found if going else block[_J_FOUND, k]
-                    block[_J_T, k] = after if going else t
+                    going = jobs[J_GOING, k] != 0.0
+                    jobs[J_FOUND, k] = found if going else jobs[J_FOUND, k]
+                    jobs[J_T, k] = after if going else t
                     still = going & ~(done | landed | ~moving)
-                    block[_J_GOING, k] = 1.0 if still else 0.0
-            going = 0 * jobs
-            for k in range(jobs):
-                block[_J_LIST, going] = k
-                going += 1 if block[_J_GOING, k] != 0.0 else 0
+                    jobs[J_GOING, k] = 1.0 if still else 0.0
+            going = 0 * pieces
+            for k in range(pieces):
+                jobs[J_LIST, going] = k
+                going += 1 if jobs[J_GOING, k] != 0.0 else 0
             for _ in range(NEWTON_STEPS - DENSE_SWEEPS + 0 * going):
                 if going == 0:
                     break
                 kept = 0
                 for i in range(going):
-                    k = int(block[_J_LIST, i])
-                    t, tolerance = block[_J_T, k], block[_J_TOLERANCE, k]
-                    f, step = torus_function(
-                        t,
-                        block[_J_CLOSEST, k],
-                        block[_J_A2, k],
-                        block[_J_B2, k],
-                        block[_J_ZETA0, k],
-                        block[_J_DZ, k],
-                        block[_J_REACH2, k],
-                        r,
-                    )
-                    after = t - step
-                    done = f <= tolerance
-                    moving = (after > t) & (after <= block[_J_HIGH, k])
-                    landed = moving & (step * step <= tolerance)
-                    block[_J_FOUND, k] = t if done else (after if landed else INF)
-                    block[_J_T, k] = after
-                    block[_J_LIST, kept] = k
+                    k = int(jobs[J_LIST, i])
+                    t, after, done, landed, moving = newton_step(jobs, k, r)
+                    jobs[J_FOUND, k] = t if done else (after if landed else INF)
+                    jobs[J_T, k] = after
+                    jobs[J_LIST, kept] = k
                     kept += 0 if done | landed | ~moving else 1
                 going = kept
-            for k in range(jobs):  # each cast's first root: the least of its pieces'
-                j = int(block[_J_OWNER, k])
-                block[_T, j] = fmin(block[_T, j], block[_J_FOUND, k])
+            for k in range(pieces):  # each cast's first root: the least of its pieces'
+                j = int(jobs[J_OWNER, k])
+                block[_T, j] = fmin(block[_T, j], jobs[J_FOUND, k])
             for k in range(listed):
                 j = int(block[_LIST, k])
                 t = block[_T, j]
@@ -543,5 +333,5 @@ _SPHERE_CASTS = {capped: _make_sphere_cast(capped) for capped in (False, True)}
 
 def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
     """Casts start ... stop - 1 (see backend.py), by the kernel of the cylinder's kind."""
-    cast = _SPHERE_CASTS[arguments[4]]
-    return cast(arguments, placement, starts, ends, radius, out, start, stop)
+    _, _, _, _, capped = arguments
+    return _SPHERE_CASTS[capped](arguments, placement, starts, ends, radius, out, start, stop)

@@ -6,7 +6,10 @@ One concept per module, in the order a query meets them:
   ray.py         raycast: the clip, then the walk; ray_kernel.py compiles it
   walk.py        the exact walk: blocks, then cells, empty space skipped
   surfaces.py    one cell's surface along a ray: triangles or bilinear, solved exactly
-  cast.py        sphere casts (TRIANGLES); cast_kernel.py compiles them
+  cast.py        sphere casts (TRIANGLES): starts in overlap, then the walk; cast_kernel.py
+                 compiles them
+  cast_walk.py   the casts' walk: stretches, blocks, then cells; cast_walk_kernel.py
+  cast_cells.py  one cell's pieces: entries and nearest points; cast_cells_kernel.py
   crossings.py   raycast_all's records; crossings_kernel.py compiles them (TRIANGLES)
 """
 

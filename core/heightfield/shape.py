@@ -1,6 +1,7 @@
 """The Heightfield shape: its parameters and the two terrain models; the queries' math is
-in ray.py (with walk.py, surfaces.py, grid.py), cast.py and crossings.py (numpy) beside
-ray_kernel.py, cast_kernel.py and crossings_kernel.py (compiled).
+in ray.py (with walk.py, surfaces.py, grid.py), cast.py (with cast_walk.py, cast_cells.py)
+and crossings.py (numpy) beside ray_kernel.py, cast_kernel.py (with its _kernel modules) and
+crossings_kernel.py (compiled).
 
 Two models. ``solid=True``: the solid is everything at or below the surface inside the
 footprint ``[0, nx-1] x [0, ny-1]``, down to -inf; a ray's hit is its first point in it (an

@@ -219,7 +219,10 @@ def test_install_fire_ray_uninstall_in_fresh_blender(package, tmp_path):
     assert compiled["kernels_loaded"] == [
         "cylinder.cast_kernel",
         "cylinder.ray_kernel",
+        "cylinder.torus_kernel",
+        "heightfield.cast_cells_kernel",
         "heightfield.cast_kernel",
+        "heightfield.cast_walk_kernel",
         "heightfield.crossings_kernel",
         "heightfield.ray_kernel",
         "kernel_common",

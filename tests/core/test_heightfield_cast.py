@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from geometry_queries.core import Heightfield, Placed, raycast, sphere_cast
 from geometry_queries.core.backend import use
 from geometry_queries.core.heightfield import cast as cast_module
+from geometry_queries.core.heightfield import cast_cells, cast_walk
 from geometry_queries.core.heightfield.grid import BLOCK as BLOCK_CELLS
 
 mp.mp.dps = 50
@@ -852,7 +853,7 @@ def test_long_shallow_casts_over_many_stretches(solid, monkeypatch):
     assert (casts.distance[casts.hit] > 2 * BLOCK_CELLS).sum() > 3  # past the first stretches
     check_casts(field, casts, starts, ends, reach, samples=150)
     with use("numpy"):
-        monkeypatch.setattr(cast_module, "STRETCH", 0.3)
+        monkeypatch.setattr(cast_walk, "STRETCH", 0.3)
         short = sphere_cast(field, starts, ends, reach)
         monkeypatch.undo()
         default = sphere_cast(field, starts, ends, reach)
@@ -885,7 +886,7 @@ def test_traversal_finds_what_testing_every_cell_finds(solid):
     cells = np.stack(np.meshgrid(np.arange(nx - 1.0), np.arange(ny - 1.0)), -1).reshape(-1, 2)
     rows = np.repeat(np.arange(n), len(cells))
     with np.errstate(invalid="ignore", divide="ignore"):
-        entries = cast_module._entries(
+        entries = cast_cells.cell_entries(
             cast_module._Geometry(field), cast, rows, *np.tile(cells, (n, 1)).T
         ).reshape(n, -1)
     every = entries.min(axis=1)
