@@ -15,7 +15,6 @@ from .core.visibility import (
     Options,
     as_observers,
     reach_window,
-    window_terrain,
     window_visibility,
 )
 
@@ -237,21 +236,16 @@ def _count_group(chunks, observers, windows, union, grid, options, threads):
                        solid=solid)  # fmt: skip
     checked = Options(**options)
     counts = np.zeros(heights.shape, dtype=np.int32)
-    terrains: dict = {}  # window -> its Heightfield, shared by observers without curvature
+    terrains: dict = {}  # window -> its Heightfield, built when first needed
     with _kernel_threads(threads):
         for observer, window in zip(observers, windows):
             j0, j1, i0, i1 = window
             rows = slice(j0 - union[0], j1 - union[0])
             columns = slice(i0 - union[2], i1 - union[2])
-            part = heights[rows, columns]
-            whole = None
-            if not checked.curvature:
-                whole = terrains.get(window)
-                if whole is None:
-                    whole = terrains[window] = window_terrain(part, origin, spacing, window, like)
             counts[rows, columns] += window_visibility(
-                part, origin, spacing, window, observer, checked, like, whole=whole
-            )
+                heights[rows, columns], origin, spacing, window, observer, checked, like,
+                terrains=terrains,
+            )  # fmt: skip
     return counts
 
 

@@ -52,6 +52,8 @@ KINDS = {
     ),
     "occluded terrain": "occluded(TERRAIN, origins, origins + directions)",
     "raycast_all terrain": "raycast_all(TERRAIN, origins, directions)",
+    # The sweep and, for the vertices it leaves undecided, occluded's terrain kernel.
+    "viewshed terrain": "viewshed(TERRAIN, (0.0, 0.0, 2.0))",
 }
 
 CHILD = """
@@ -60,7 +62,7 @@ sys.path.insert(0, {root!r})
 started, started_cpu = time.perf_counter(), time.process_time()
 import numpy as np
 from geometry_queries.core import (Cylinder, Heightfield, Placed, Sphere, backend, occluded,
-                                   raycast, raycast_all, sphere_cast)
+                                   raycast, raycast_all, sphere_cast, viewshed)
 imported = time.perf_counter() - started
 rng = np.random.default_rng(0)
 origins = rng.normal(0, 3, (10_000, 3))

@@ -97,6 +97,7 @@ COMPILE_SECONDS = {
     ("heightfield", "occluded"): 3.5,
     ("heightfield", "sphere_cast"): 7.9,
     ("heightfield_crossings", "records"): 3.2,
+    ("heightfield", "viewshed"): 3.5,
 }
 UNKNOWN_COMPILE_SECONDS = 8.0  # a kind missing above: above the longest listed
 
@@ -113,6 +114,7 @@ KERNEL_MODULES = {
     ("heightfield", "occluded"): "heightfield.ray_kernel",
     ("heightfield", "sphere_cast"): "heightfield.cast_kernel",
     ("heightfield_crossings", "records"): "heightfield.crossings_kernel",
+    ("heightfield", "viewshed"): "heightfield.viewshed_kernel",
 }
 
 _CHOICES = ("numba", "numpy")
@@ -200,6 +202,19 @@ def use(name: str):
         yield
     finally:
         _local.override = previous
+
+
+@contextlib.contextmanager
+def compile_freely():
+    """In this thread, for a ``with`` block, let every query wait for its kernel as if numpy
+    would take longer (unless a backend is forced or compiling is refused): for the work
+    that follows a compiled step of the same request (the lines of sight a viewshed's
+    sweep leaves undecided), which would otherwise repeat numpy's per-call cost."""
+    previous, _local.compile_freely = getattr(_local, "compile_freely", False), True
+    try:
+        yield
+    finally:
+        _local.compile_freely = previous
 
 
 @contextlib.contextmanager
@@ -328,7 +343,9 @@ def compiled(key: tuple, numpy_seconds: Callable[[], float]) -> bool:
         return name == "numba"
     if key in _loaded:
         return True
-    if _refusal is not None or numpy_seconds() <= wait_seconds(key):
+    if _refusal is not None:
+        return False
+    if not getattr(_local, "compile_freely", False) and numpy_seconds() <= wait_seconds(key):
         return False
     return _numba_available()
 
@@ -395,8 +412,13 @@ def _run_batch(loop, arguments) -> int:
     """``loop`` over the whole batch: in this thread below ``PARALLEL_MIN`` rays, else split
     over ``threads()`` (the kernels release the GIL)."""
     n = len(arguments[2])
-    count = threads()
-    if n < PARALLEL_MIN or count == 1:
+    return run_split(loop, arguments, n, 1 if n < PARALLEL_MIN else threads())
+
+
+def run_split(loop, arguments, n: int, count: int) -> int:
+    """``loop(*arguments, start, stop)`` over ``range(n)`` cut into ``count`` equal parts,
+    one per thread (this one and the pool's), summing what each returns."""
+    if count <= 1 or n < 2:
         return loop(*arguments, 0, n)
     global _pool
     if _pool is None or _pool._max_workers != count - 1:

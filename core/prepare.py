@@ -96,6 +96,7 @@ def kinds() -> list[tuple[str, str, bool]]:
     for placed in (True, False):
         listed += [("ray", "large terrain", placed), ("sphere cast", "large terrain", placed)]
     listed.append(("every hit", "terrain", False))
+    listed.append(("viewshed", "terrain", False))  # Visibility's sweep (core/visibility.py)
     for placed in (True, False):
         for model in MODELS[5:]:  # bilinear patches: no sphere casts
             listed += [("ray", model, placed), ("line of sight", model, placed)]
@@ -148,7 +149,7 @@ def _inputs() -> dict[str, Any]:
 
 def warm(kind: tuple[str, str, bool]) -> None:
     """Run one query of ``kind`` on a few rays (its kernel compiles or loads)."""
-    from . import Placed, occluded, raycast, raycast_all, sphere_cast
+    from . import Placed, occluded, raycast, raycast_all, sphere_cast, viewshed
 
     query, model, placed = kind
     inputs = _inputs()
@@ -162,6 +163,8 @@ def warm(kind: tuple[str, str, bool]) -> None:
         occluded(shape, starts, ends)
     elif query == "sphere cast":
         sphere_cast(shape, starts, ends, radii)
+    elif query == "viewshed":
+        viewshed(shape, (0.0, 0.0, 1.0))
     else:
         raycast_all(shape, starts, ends - starts)
 

@@ -22,12 +22,16 @@ windows out of its chunks, so its counts equal these bit for bit.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .backend import compile_freely, compiled, first_run, kernels, run_split, threads
 from .heightfield import Heightfield
+from .reference import ON_SEGMENT_END
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -160,43 +164,158 @@ def window_terrain(heights, origin, spacing, window, like) -> Heightfield:
     )
 
 
-def window_visibility(heights, origin, spacing, window, observer, options, like, whole=None):
+def window_visibility(heights, origin, spacing, window, observer, options, like, terrains=None):
     """(j1 - j0, i1 - i0) bool: the viewshed of ``observer`` on the window's vertices.
 
     heights: the window's heights (the whole grid's [j0:j1, i0:i1]); ``like``: the
-    Heightfield whose model (surface, solid, diagonals) the window takes;
-    ``whole``: that terrain itself when the window is the whole grid (the same floats as a
-    window built anew, its kernel data kept between observers)."""
+    Heightfield whose model (surface, solid, diagonals) the window takes; ``terrains``: a
+    dict from windows to their Heightfields (without curvature the same for every observer
+    of a window, their kernel data kept between observers), filled when a line of sight
+    first needs one (the whole grid's is ``like`` itself: the same floats as a window built
+    anew)."""
     from .queries import occluded
 
     j0, j1, i0, i1 = window
     x, y = vertex_coordinates(origin, spacing, window)
-    dx2 = (x - observer[0]) ** 2
-    dy2 = (y - observer[1]) ** 2
-    squared = dy2[:, None] + dx2[None, :]
     heights = np.asarray(heights, dtype=np.float64)
     curvature = options.curvature
     if curvature:
-        heights = heights - curvature * squared
-    reach = options.max_distance
-    inside = squared <= reach * reach if math.isfinite(reach) else np.ones(squared.shape, bool)
-    visible = np.zeros(squared.shape, dtype=bool)
-    rows, columns = np.nonzero(inside)
+        heights = heights - curvature * _squared_distances(x, y, observer)
+    eye = np.array(
+        [observer[0], observer[1], observer[2] + options.observer_height], dtype=np.float64
+    )
+    state = sweep_states(heights, x, y, eye, options, like, window)
+    if state is not None:  # the sweep decided most; the exact line of sight judges the rest
+        visible = state == VISIBLE
+        rows, columns = np.nonzero(state == UNDECIDED)
+    else:
+        reach = options.max_distance
+        if math.isfinite(reach):
+            inside = _squared_distances(x, y, observer) <= reach * reach
+        else:
+            inside = np.ones(heights.shape, bool)
+        visible = np.zeros(heights.shape, dtype=bool)
+        rows, columns = np.nonzero(inside)
     if rows.size == 0:
         return visible
-    terrain = whole if whole is not None and not curvature else None
+    terrain = None if curvature or terrains is None else terrains.get(window)
     if terrain is None:
         terrain = window_terrain(heights, origin, spacing, window, like)
+        if not curvature and terrains is not None:
+            terrains[window] = terrain
     targets = np.empty((rows.size, 3))
     targets[:, 0] = x[columns]
     targets[:, 1] = y[rows]
     targets[:, 2] = heights[rows, columns] + options.target_height
-    eye = np.array(
-        [observer[0], observer[1], observer[2] + options.observer_height], dtype=np.float64
-    )
     starts = np.broadcast_to(eye, targets.shape)
-    visible[rows, columns] = ~occluded(terrain, starts, targets)
+    # After a compiled sweep, its judge runs compiled too: prepared (loaded) in a session,
+    # and else one compile instead of numpy's per-call cost for every observer.
+    with compile_freely() if state is not None else contextlib.nullcontext():
+        visible[rows, columns] = ~occluded(terrain, starts, targets)
     return visible
+
+
+def _squared_distances(x, y, observer):
+    """(ny, nx) squared horizontal distances of the vertices from the observer."""
+    dx2 = (x - observer[0]) ** 2
+    dy2 = (y - observer[1]) ** 2
+    return dy2[:, None] + dx2[None, :]
+
+
+# The sweep's kernel kind (backend.py): one kernel for every TRIANGLES terrain.
+SWEEP_KIND = ("heightfield", "viewshed", "TRIANGLES", False)
+SWEEP_MAX_LOG = 10  # at most 1024 sectors per ring
+SWEEP_LONGEST = 48  # rings measured exactly next to a target; beyond, occluded judges
+VISIBLE, UNDECIDED = 1, 2  # heightfield/viewshed_kernel.py's states
+_buffers = threading.local()  # per thread: the sweep's sector tables, kept between observers
+
+
+def sweep_states(heights, x, y, eye, options, like, window):
+    """(ny, nx) int8 states of heightfield/viewshed_kernel.py (VISIBLE, UNDECIDED, else
+    hidden) for the window's ``heights`` with vertex coordinates ``x``, ``y``, the model of
+    the Heightfield ``like``; None where the sweep does not apply (bilinear patches, an eye
+    off the window's footprint) or the latency rule keeps to the exact line of sight alone."""
+    if like.surface != "TRIANGLES":
+        return None
+    if not (x[0] <= eye[0] <= x[-1] and y[0] <= eye[1] <= y[-1]):
+        return None
+    if not compiled(SWEEP_KIND, lambda: like.numpy_seconds("occluded", heights.size)):
+        return None
+    sweep = kernels("heightfield.viewshed_kernel")
+    heights = np.ascontiguousarray(heights)  # one compiled layout
+    dx, dy = like.spacing
+    width = min(dx, dy)
+    far = max(math.hypot(x[k] - eye[0], y[m] - eye[1]) for k in (0, -1) for m in (0, -1))
+    if math.isfinite(options.max_distance):
+        far = min(far, options.max_distance)
+    logs, offsets = sweep.ring_layout(int(far / width) + 2, SWEEP_MAX_LOG)
+    # Parts (threads) a power of two, at most a ring's fewest sectors: bound's turns.
+    parts = min(1 << (threads().bit_length() - 1), 1 << sweep.MIN_SECTOR_LOG)
+    tops, bottoms = _tables(parts, int(offsets[-1]))
+    has_anti = like.diagonals is not None and bool(like.diagonals.any())
+    anti = np.zeros(1)
+    if has_anti:
+        j0, j1, i0, i1 = window
+        anti = like.diagonals[j0 : j1 - 1, i0 : i1 - 1].ravel().astype(np.float64)
+    # A cell's tolerance is 2^-40 of its largest |height| or the spacing (grid.py).
+    tol = 2.0**-40 * max(float(np.abs(heights).max()), dx, dy)
+    grid_eye = np.array(
+        [(eye[0] - x[0]) / dx, (eye[1] - y[0]) / dy, eye[2], eye[0], eye[1]], dtype=np.float64
+    )
+    ground = sweep.ground_height(heights, has_anti, anti, grid_eye)
+    blocks_below = like.solid or eye[2] - ground > 4.0 * tol
+    reach = options.max_distance
+    state = np.empty(heights.shape, dtype=np.int8)
+
+    def run():
+        marking = (heights, x, y, eye[0], eye[1], reach, width, logs, offsets, tops, bottoms)
+        run_split(sweep.mark, marking, parts, parts)
+        run_split(sweep.bound, (eye[2], width, logs, offsets, tops, bottoms), parts, parts)
+        nearby = nearby_height(heights, x, y, eye, width)
+        arguments = (
+            heights,
+            anti,
+            has_anti,
+            x,
+            y,
+            grid_eye,
+            nearby,
+            options.target_height,
+            reach * reach,
+            width,
+            tol,
+            ON_SEGMENT_END,
+            blocks_below,
+            SWEEP_LONGEST,
+            logs,
+            offsets,
+            tops[0],
+            bottoms[0],
+            state,
+        )
+        return run_split(sweep.decide, arguments, len(y), parts)
+
+    first_run(SWEEP_KIND, run)
+    return state
+
+
+def nearby_height(heights, x, y, eye, width):
+    """The highest corner of the cells within ``width`` of the eye (XY)."""
+    i0 = max(int(np.searchsorted(x, eye[0] - width, side="right")) - 1, 0)
+    i1 = min(int(np.searchsorted(x, eye[0] + width, side="left")) + 1, len(x))
+    j0 = max(int(np.searchsorted(y, eye[1] - width, side="right")) - 1, 0)
+    j1 = min(int(np.searchsorted(y, eye[1] + width, side="left")) + 1, len(y))
+    return float(heights[j0:j1, i0:i1].max())
+
+
+def _tables(parts, size):
+    """Two C-contiguous (parts, size) float32 tables, this thread's own, reused while large
+    enough."""
+    tables = getattr(_buffers, "tables", None)
+    if tables is None or len(tables[0]) < parts * size:
+        tables = (np.empty(parts * size, np.float32), np.empty(parts * size, np.float32))
+        _buffers.tables = tables
+    return tuple(table[: parts * size].reshape(parts, size) for table in tables)
 
 
 def viewshed(
@@ -239,7 +358,7 @@ def _viewshed(terrain, observer, options):
             observer,
             options,
             terrain,
-            whole=terrain if window == (0, ny, 0, nx) else None,
+            terrains={(0, ny, 0, nx): terrain},
         )
     return visible
 

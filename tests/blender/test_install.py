@@ -225,6 +225,7 @@ def test_install_fire_ray_uninstall_in_fresh_blender(package, tmp_path):
         "heightfield.cast_walk_kernel",
         "heightfield.crossings_kernel",
         "heightfield.ray_kernel",
+        "heightfield.viewshed_kernel",
         "kernel_common",
         "sphere.cast_kernel",
         "sphere.ray_kernel",

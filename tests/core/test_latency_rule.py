@@ -12,7 +12,15 @@ import numpy as np
 import pytest
 
 from geometry_queries.core import Cylinder, Heightfield, Sphere, raycast
-from geometry_queries.core.backend import compiled, kernel, kind, loaded, refuse_compiles, use
+from geometry_queries.core.backend import (
+    compile_freely,
+    compiled,
+    kernel,
+    kind,
+    loaded,
+    refuse_compiles,
+    use,
+)
 
 backend_module = importlib.import_module(
     "geometry_queries.core.backend"
@@ -103,6 +111,19 @@ def test_the_rule_waits_only_when_numpy_would_take_longer(rule_chooses):
     with use("numpy"):
         refuse_compiles(None)
         assert not compiled(key, lambda: 1e9)
+
+
+def test_compiling_freely_waits_for_any_kernel_unless_refused_or_forced(rule_chooses):
+    key = ("sphere", "a query never run", None, False)
+    assert not compiled(key, lambda: 0.0)
+    with compile_freely():
+        assert compiled(key, lambda: 0.0)  # the work after a compiled step waits too
+        with use("numpy"):
+            assert not compiled(key, lambda: 1e9)
+        refuse_compiles("the background preparation failed")
+        assert not compiled(key, lambda: 0.0)
+    refuse_compiles(None)
+    assert not compiled(key, lambda: 0.0)  # only inside the block
 
 
 def test_a_loaded_kernel_answers_even_one_ray(rule_chooses):
