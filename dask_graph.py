@@ -248,7 +248,10 @@ def _count_group(chunks, observers, windows, union, grid, options, threads):
                        solid=solid)  # fmt: skip
     checked = Options(**options)
     counts = np.zeros(heights.shape, dtype=np.int32)
-    terrains: dict = {}  # window -> its Heightfield, shared by observers without curvature
+    # The last window's Heightfield, shared by the next observers without curvature on the
+    # same window (sorted, they follow each other); only one kept: a window's terrain and
+    # its kernel data take several times its heights.
+    last: tuple = (None, None)
     with _kernel_threads(threads):
         for observer, window in zip(observers, windows):
             j0, j1, i0, i1 = window
@@ -257,9 +260,10 @@ def _count_group(chunks, observers, windows, union, grid, options, threads):
             part = heights[rows, columns]
             whole = None
             if not checked.curvature:
-                whole = terrains.get(window)
-                if whole is None:
-                    whole = terrains[window] = window_terrain(part, origin, spacing, window, like)
+                if last[0] != window:
+                    last = (None, None)  # the previous terrain freed before the next is built
+                    last = (window, window_terrain(part, origin, spacing, window, like))
+                whole = last[1]
             counts[rows, columns] += window_visibility(
                 part, origin, spacing, window, observer, checked, like, whole=whole
             )
