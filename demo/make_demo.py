@@ -22,10 +22,10 @@
    observer is a small glowing ball on a thin pole. Saves demo/out/visibility.blend and
    renders demo/out/visibility.png.
 6. Cumulative visibility: the same kind of terrain with five empties on the ground as
-   observers; ``bpy.ops.geometry_queries.cumulative_visibility`` (observers 1.7 m above the
+   observers; ``bpy.ops.geometry_queries.cumulative_visibility`` (observers 1 m above the
    empties) counts how many of them see each vertex and colours the terrain by that count
    (its ``visible_count_color`` attribute: dark red seen by none, orange by one, light by
-   all five). Each observer is a glowing ball on a pole. Saves
+   all five). Each observer is a blue glowing ball on a pole. Saves
    demo/out/cumulative_visibility.blend and renders demo/out/cumulative_visibility.png.
 
 With --docs the pictures are also copied to docs/demo.png, docs/visibility.png and
