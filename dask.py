@@ -7,9 +7,10 @@ the extra ``dask`` (``pip install geometry_queries[dask]``).
                                  observer_height=2, max_distance=5000)   # lazy int32
     counts.compute()
 
-The graph. Observers are sorted along the grid and split into groups of
-``observers_per_task``; one task per group reads the part of the DEM its observers reach
-(the union of their reach windows, core.visibility.reach_window: the whole DEM when
+The graph. Observers are sorted along the grid and split into groups of at most
+``observers_per_task``, a group closed early where its union would hold more vertices than
+its observers' windows together; one task per group reads the part of the DEM its observers
+reach (the union of their reach windows, core.visibility.reach_window: the whole DEM when
 ``max_distance`` is infinite), never the rest, and counts on it with the compiled kernels.
 Each output chunk then sums the parts that overlap it, ``split_every`` at a time (a tree
 reduction), so no task ever holds the whole grid unless an observer reaches all of it.

@@ -120,25 +120,36 @@ def _on_dataarray(data, observers, spacing, origin, arguments):
 
 def _groups(points, options, model, shape, per_task):
     """[(observers (K, 3), windows, union window)] for the observers that reach the grid,
-    sorted along the grid (rows of blocks of ~64 vertices) so a group's union stays small."""
+    sorted along the grid (rows of blocks of ~64 vertices) so a group's union stays small.
+    Consecutive observers share a group, up to ``per_task`` of them, while its union holds
+    no more vertices than their windows together: a task never reads or holds more of the
+    grid than its observers' tasks would apart (observers in one band of rows may lie far
+    apart along it)."""
     reach = []
     for observer in points:
         window = reach_window(observer, options.max_distance, model.origin, model.spacing, shape)
         if window is not None:
             reach.append((observer, window))
     reach.sort(key=lambda item: (item[1][0] // 64, item[1][2] // 64, item[1]))
-    groups = []
-    for start in range(0, len(reach), per_task):
-        part = reach[start : start + per_task]
-        windows = [window for _, window in part]
-        union = (
-            min(w[0] for w in windows),
-            max(w[1] for w in windows),
-            min(w[2] for w in windows),
-            max(w[3] for w in windows),
-        )
-        groups.append((np.array([o for o, _ in part]), windows, union))
-    return groups
+    groups: list = []
+    for observer, window in reach:
+        if groups:
+            observers, windows, union = groups[-1]
+            grown = _union(union, window)
+            if len(windows) < per_task and _area(grown) <= sum(map(_area, windows + [window])):
+                groups[-1] = (observers + [observer], windows + [window], grown)
+                continue
+        groups.append(([observer], [window], window))
+    return [(np.array(observers), windows, union) for observers, windows, union in groups]
+
+
+def _union(a, b):
+    """The smallest (j0, j1, i0, i1) range holding both."""
+    return min(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), max(a[3], b[3])
+
+
+def _area(window):
+    return (window[1] - window[0]) * (window[3] - window[2])
 
 
 def _graph(da, heights, groups, options, model, split_every, threads):
@@ -236,12 +247,17 @@ def _count_group(chunks, observers, windows, union, grid, options, threads):
                        solid=solid)  # fmt: skip
     checked = Options(**options)
     counts = np.zeros(heights.shape, dtype=np.int32)
-    terrains: dict = {}  # window -> its Heightfield, built when first needed
+    # window -> its Heightfield, built when a line of sight first needs it; only the last
+    # window's kept (sorted, an observer's window follows the same window's observers): a
+    # window's terrain and its kernel data take several times its heights.
+    terrains: dict = {}
     with _kernel_threads(threads):
         for observer, window in zip(observers, windows):
             j0, j1, i0, i1 = window
             rows = slice(j0 - union[0], j1 - union[0])
             columns = slice(i0 - union[2], i1 - union[2])
+            if window not in terrains:
+                terrains.clear()  # the previous window's terrain freed first
             counts[rows, columns] += window_visibility(
                 heights[rows, columns], origin, spacing, window, observer, checked, like,
                 terrains=terrains,

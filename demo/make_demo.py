@@ -1,4 +1,4 @@
-"""The headless demo behind `make demo`: two scenes, three queries, two pictures, a table.
+"""The headless demo behind `make demo`: three scenes, four queries, three pictures, a table.
 
     .venv/bin/python demo/make_demo.py [--docs]
 
@@ -21,9 +21,15 @@
    visible, dark red where hidden, the tower's "shadow" behind it and the hills' own. The
    observer is a small glowing ball on a thin pole. Saves demo/out/visibility.blend and
    renders demo/out/visibility.png.
+6. Cumulative visibility: the same kind of terrain with five empties on the ground as
+   observers; ``bpy.ops.geometry_queries.cumulative_visibility`` (observers 1 m above the
+   empties) counts how many of them see each vertex and colours the terrain by that count
+   (its ``visible_count_color`` attribute: dark red seen by none, orange by one, light by
+   all five). Each observer is a blue glowing ball on a pole. Saves
+   demo/out/cumulative_visibility.blend and renders demo/out/cumulative_visibility.png.
 
-With --docs the pictures are also copied to docs/demo.png and docs/visibility.png (the
-README's pictures).
+With --docs the pictures are also copied to docs/demo.png, docs/visibility.png and
+docs/cumulative_visibility.png (the README's pictures).
 
 The add-on is registered straight from this checkout (linked as the package
 ``geometry_queries`` from build/addon-from-checkout, so the kernels compiled by an earlier run
@@ -50,6 +56,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT_DIR = os.path.join(ROOT, "demo", "out")
 DOCS_PNG = os.path.join(ROOT, "docs", "demo.png")
 DOCS_VISIBILITY_PNG = os.path.join(ROOT, "docs", "visibility.png")
+DOCS_CUMULATIVE_PNG = os.path.join(ROOT, "docs", "cumulative_visibility.png")
 
 CURSOR = Vector((-3.6, -4.2, 6.4))
 CURSOR_LOOKS_AT = Vector((0.4, 0.4, 0.8))
@@ -62,6 +69,11 @@ CAST_RADIUS = 0.4
 OBSERVER_SPOT = (-3.2, -3.4)  # x, y of the 3D cursor on the ground in the visibility scene
 OBSERVER_HEIGHT = 1.7
 TOWER_SPOT = (-1.4, -1.5)
+# x, y of the empties (observers) on the ground in the cumulative visibility scene
+OBSERVER_SPOTS = ((-3.8, -3.6), (2.6, -3.9), (0.3, 0.2), (-3.4, 3.3), (3.6, 3.4))
+EMPTIES_HILLS = (2.0, 2.0)  # the terrain's displacement strength and noise scale
+EMPTIES_HEIGHT = 1.0  # m: the observers' eyes above the empties
+EMPTIES_COLOR = (0.1, 0.45, 1.0)  # the observers' glow: blue against the red-to-sand ramp
 
 
 # ----------------------------------------------------------------------------- materials
@@ -320,30 +332,36 @@ def ground_height(terrain, x, y):
     return float(positions[nearest, 2] + evaluated.matrix_world.translation.z)
 
 
-def visibility_material():
-    """The terrain coloured by its ``visibility`` colour attribute (what the operator
-    writes), through an Attribute node into the Base Color."""
+def visibility_material(attribute):
+    """The terrain coloured by its colour attribute ``attribute`` (what a visibility
+    operator writes), through an Attribute node into the Base Color."""
     mat = material("Visibility", (1.0, 1.0, 1.0), roughness=0.95)
     nodes, links = mat.node_tree.nodes, mat.node_tree.links
-    attribute = nodes.new("ShaderNodeAttribute")
-    attribute.attribute_name = "visibility"
-    links.new(attribute.outputs["Color"], nodes["Principled BSDF"].inputs["Base Color"])
+    node = nodes.new("ShaderNodeAttribute")
+    node.attribute_name = attribute
+    links.new(node.outputs["Color"], nodes["Principled BSDF"].inputs["Base Color"])
     return mat
 
 
-def build_visibility_scene():
-    """A hilly terrain, a tower on it, the 3D cursor on the ground before the tower."""
+def hilly_terrain(attribute, strength=1.6, noise_scale=2.2):
+    """A new empty scene with a hilly terrain (Clouds displaced by ``strength``), coloured
+    by its colour ``attribute``."""
     bpy.ops.wm.read_factory_settings(use_empty=True)
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=199, y_subdivisions=199, size=12.0)
     terrain = bpy.context.object
     terrain.name = "Terrain"
     displace = terrain.modifiers.new("Displace", "DISPLACE")
     displace.texture = bpy.data.textures.new("Hills", "CLOUDS")
-    displace.texture.noise_scale = 2.2
-    displace.strength = 1.6
+    displace.texture.noise_scale = noise_scale
+    displace.strength = strength
     terrain.data.shade_smooth()
-    give(terrain, visibility_material())
+    give(terrain, visibility_material(attribute))
+    return terrain
 
+
+def build_visibility_scene():
+    """A hilly terrain, a tower on it, the 3D cursor on the ground before the tower."""
+    terrain = hilly_terrain("visibility")
     x, y = TOWER_SPOT
     base = ground_height(terrain, x, y)
     bpy.ops.mesh.primitive_cylinder_add(
@@ -359,13 +377,14 @@ def build_visibility_scene():
     return terrain, tower
 
 
-def mark_observer():
-    """A glowing ball at the observer's eye on a thin pole down to the cursor."""
-    ground = Vector(bpy.context.scene.cursor.location)
-    eye = ground + Vector((0.0, 0.0, OBSERVER_HEIGHT))
-    glow = material("Observer", (1.0, 0.75, 0.05), emission=8.0)
-    ball("Observer", eye, 0.2, glow)
-    tubes("Observer Pole", [(ground, eye)], 0.035, material("Pole", (0.1, 0.1, 0.1)))
+def mark_observer(ground, height, name="Observer", color=(1.0, 0.75, 0.05), glow=8.0):
+    """A ball of ``color`` glowing with strength ``glow`` at the observer's eye (``height``
+    above ``ground``) on a thin pole down to the ground."""
+    eye = ground + Vector((0.0, 0.0, height))
+    ball_material = bpy.data.materials.get("Observer") or material("Observer", color, emission=glow)
+    pole = bpy.data.materials.get("Pole") or material("Pole", (0.1, 0.1, 0.1))
+    ball(f"{name} Eye", eye, 0.2, ball_material)
+    tubes(f"{name} Pole", [(ground, eye)], 0.035, pole)
 
 
 def visibility_camera_and_light():
@@ -393,6 +412,26 @@ def visibility_camera_and_light():
     scene.world = world
 
 
+def save_and_render(name, docs_path=None):
+    """demo/out/<name>.blend and the picture demo/out/<name>.png, copied to ``docs_path``."""
+    os.makedirs(OUT_DIR, exist_ok=True)
+    blend_path = os.path.join(OUT_DIR, f"{name}.blend")
+    if os.path.exists(blend_path):
+        os.remove(blend_path)  # saving over it would leave a .blend1 backup
+    bpy.ops.wm.save_as_mainfile(filepath=blend_path, compress=True)
+    print("Saved", os.path.relpath(blend_path, ROOT))
+    png_path = os.path.join(OUT_DIR, f"{name}.png")
+    render_started = time.perf_counter()
+    render(png_path)
+    print(
+        f"Rendered {os.path.relpath(png_path, ROOT)} ({time.perf_counter() - render_started:.1f} s)"
+    )
+    if docs_path:
+        os.makedirs(os.path.dirname(docs_path), exist_ok=True)
+        shutil.copyfile(png_path, docs_path)
+        print("Copied to", os.path.relpath(docs_path, ROOT))
+
+
 def visibility_demo(copy_to_docs=False):
     """Step 5: the visibility scene, the operator, its picture."""
     terrain, tower = build_visibility_scene()
@@ -404,23 +443,34 @@ def visibility_demo(copy_to_docs=False):
         f"(observer {OBSERVER_HEIGHT} m above the 3D cursor; "
         f"{time.perf_counter() - started:.2f} s)"
     )
-    mark_observer()
+    mark_observer(Vector(bpy.context.scene.cursor.location), OBSERVER_HEIGHT)
     visibility_camera_and_light()
     select()
-    blend_path = os.path.join(OUT_DIR, "visibility.blend")
-    if os.path.exists(blend_path):
-        os.remove(blend_path)
-    bpy.ops.wm.save_as_mainfile(filepath=blend_path, compress=True)
-    print("Saved", os.path.relpath(blend_path, ROOT))
-    png_path = os.path.join(OUT_DIR, "visibility.png")
-    render_started = time.perf_counter()
-    render(png_path)
+    save_and_render("visibility", DOCS_VISIBILITY_PNG if copy_to_docs else None)
+
+
+def cumulative_demo(copy_to_docs=False):
+    """Step 6: empties on the ground as observers; Cumulative Visibility counts, for every
+    vertex of the terrain, how many of them see it."""
+    terrain = hilly_terrain("visible_count_color", *EMPTIES_HILLS)
+    empties = []
+    for number, (x, y) in enumerate(OBSERVER_SPOTS, start=1):
+        empty = bpy.data.objects.new(f"Observer {number}", None)
+        empty.location = (x, y, ground_height(terrain, x, y))
+        bpy.context.scene.collection.objects.link(empty)
+        empties.append(empty)
+    select(terrain, *empties)
+    started = time.perf_counter()
+    bpy.ops.geometry_queries.cumulative_visibility(observer_height=EMPTIES_HEIGHT)
     print(
-        f"Rendered {os.path.relpath(png_path, ROOT)} ({time.perf_counter() - render_started:.1f} s)"
+        f"{bpy.context.scene.geometry_queries.last_result} "
+        f"(observers {EMPTIES_HEIGHT} m above the empties; {time.perf_counter() - started:.2f} s)"
     )
-    if copy_to_docs:
-        shutil.copyfile(png_path, DOCS_VISIBILITY_PNG)
-        print("Copied to", os.path.relpath(DOCS_VISIBILITY_PNG, ROOT))
+    for empty in empties:
+        mark_observer(Vector(empty.location), EMPTIES_HEIGHT, empty.name, EMPTIES_COLOR, 1.5)
+    visibility_camera_and_light()
+    select()
+    save_and_render("cumulative_visibility", DOCS_CUMULATIVE_PNG if copy_to_docs else None)
 
 
 def main(copy_to_docs=False):
@@ -435,24 +485,9 @@ def main(copy_to_docs=False):
     make_visible(point_mesh, points, centre)
     camera_and_light()
     select()
-    os.makedirs(OUT_DIR, exist_ok=True)
-    blend_path = os.path.join(OUT_DIR, "demo.blend")
-    if os.path.exists(blend_path):
-        os.remove(blend_path)  # saving over it would leave a demo.blend1 backup
-    bpy.ops.wm.save_as_mainfile(filepath=blend_path, compress=True)
-    print("Saved", os.path.relpath(blend_path, ROOT))
-
-    png_path = os.path.join(OUT_DIR, "demo.png")
-    render_started = time.perf_counter()
-    render(png_path)
-    print(
-        f"Rendered {os.path.relpath(png_path, ROOT)} ({time.perf_counter() - render_started:.1f} s)"
-    )
-    if copy_to_docs:
-        os.makedirs(os.path.dirname(DOCS_PNG), exist_ok=True)
-        shutil.copyfile(png_path, DOCS_PNG)
-        print("Copied to", os.path.relpath(DOCS_PNG, ROOT))
+    save_and_render("demo", DOCS_PNG if copy_to_docs else None)
     visibility_demo(copy_to_docs)
+    cumulative_demo(copy_to_docs)
     print(f"Demo done in {time.perf_counter() - started:.1f} s")
 
 

@@ -77,6 +77,26 @@ def test_tasks_read_only_the_chunks_within_reach():
     )
 
 
+def test_a_task_holds_no_more_than_its_observers_windows():
+    """Observers in one band of rows but far apart along it count in tasks of their own
+    (their union would be mostly vertices neither reaches); close ones share a task."""
+    heights = dem(30, 200)
+    x = ORIGIN[0] + SPACING[0] * np.array([10, 12, 100, 190])
+    y = ORIGIN[1] + SPACING[1] * np.array([15, 16, 15, 14])
+    points = np.stack([x, y, np.full(4, 20.0)], axis=1)
+    lazy = gq_dask.cumulative_viewshed(
+        da.from_array(heights, chunks=50), points, spacing=SPACING, origin=ORIGIN,
+        max_distance=3.0, observers_per_task=4,
+    )  # fmt: skip
+    graph = lazy.__dask_graph__()
+    parts = [key for key in graph if key[0].startswith("gq-viewshed-part-") and len(key) == 2]
+    assert len(parts) == 3  # (10, 12) together, 100 and 190 alone
+    terrain = Heightfield(heights, spacing=SPACING, origin=ORIGIN)
+    np.testing.assert_array_equal(
+        lazy.compute(scheduler="sync"), cumulative_viewshed(terrain, points, max_distance=3.0)
+    )
+
+
 def test_zarr_dem_on_a_local_cluster(tmp_path):
     zarr = pytest.importorskip("zarr")
     distributed = pytest.importorskip("distributed")
