@@ -242,7 +242,8 @@ def sweep_states(heights, x, y, eye, options, like, window):
     if not compiled(SWEEP_KIND, lambda: like.numpy_seconds("occluded", heights.size)):
         return None
     sweep = kernels("heightfield.viewshed_kernel")
-    heights = np.ascontiguousarray(heights)  # one compiled layout
+    heights = np.ascontiguousarray(heights).view()
+    heights.flags.writeable = False  # one compiled type, whatever the heights came as
     dx, dy = like.spacing
     width = min(dx, dy)
     far = max(math.hypot(x[k] - eye[0], y[m] - eye[1]) for k in (0, -1) for m in (0, -1))
