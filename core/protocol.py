@@ -9,7 +9,7 @@ only says where its surface is.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -66,6 +66,12 @@ class Shape(Protocol):
         ...
 
     @property
+    def compiled_queries(self) -> frozenset[str]:
+        """The QUERIES its family's compiled kernels answer for this shape's model; numpy
+        answers the others."""
+        ...
+
+    @property
     def kernel_cells(self) -> bool:
         """The ray kernel also writes each hit's (i, j) cell."""
         ...
@@ -98,10 +104,16 @@ class Shape(Protocol):
         ...
 
     def crossings(
-        self, origin: Components, direction: Components, max_distance: np.ndarray
+        self,
+        origin: Components,
+        direction: Components,
+        max_distance: np.ndarray,
+        kernel: Callable[..., Any] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, Components]:
         """raycast_all's records: ray rows, distances, normal components (in order per ray;
-        entries and exits of a solid, every crossing or touch of a surface)."""
+        entries and exits of a solid, every crossing or touch of a surface). ``kernel``:
+        the compiled records queries.py chose (backend.kernel; only where
+        "raycast_all" is in compiled_queries), None for the numpy reference."""
         ...
 
     def cast_target(self) -> Shape:

@@ -28,6 +28,7 @@ class Cylinder:
     all_hits_chunk: int | None = None
     first_record_from_raycast = False
     kernel_family = "cylinder"  # backend.py's KERNEL_MODULES
+    compiled_queries = frozenset(("raycast", "occluded", "sphere_cast"))
     kernel_cells = False
 
     def __init__(self, p0: ArrayLike, p1: ArrayLike, radius: float, capped: bool = True) -> None:
@@ -73,9 +74,9 @@ class Cylinder:
     def intersect(self, origin, direction, max_distance):
         return ray.crossings(self, origin, direction, with_exits=False)
 
-    def crossings(self, origin, direction, max_distance):
+    def crossings(self, origin, direction, max_distance, kernel=None):
         """raycast_all's records: the capped solid's entry (raycast's hit) and exit, or
-        each crossing of the open tube's wall."""
+        each crossing of the open tube's wall (numpy only: ``kernel`` is always None)."""
         return ray.crossings(self, origin, direction, with_exits=True)
 
     def cast_target(self):

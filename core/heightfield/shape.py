@@ -86,6 +86,9 @@ class Heightfield:
         if not isinstance(solid, (bool, np.bool_)):
             raise ValueError(f"solid must be True or False, got {solid!r}")
         self.solid = bool(solid)
+        # raycast_all's records are compiled for triangles (crossings_kernel.py)
+        triangles = self.surface == "TRIANGLES"
+        self.compiled_queries = self.supports if triangles else self.supports - {"raycast_all"}
         self.zmin = float(self.heights.min())
         self.zmax = float(self.heights.max())
         self._anti = (
@@ -120,7 +123,7 @@ class Heightfield:
         side = max(self.heights.shape)
         if query == "sphere_cast":
             return 1e-3 + 2.5e-6 * side * n
-        if query == "records":
+        if query == "raycast_all":
             return 1e-3 + 4e-7 * side * n
         bilinear = self.surface == "BILINEAR"
         return (1.5e-2 + 4e-6 * n) * (2.0 if bilinear else 1.0)
@@ -128,7 +131,10 @@ class Heightfield:
     def kernel_arguments(self, query: str):
         """The compiled kernels' arguments, built on first use: the ray kernel's
         (ray_kernel.arguments); a sphere cast's (cast_kernel.cast_arguments) add the cast's
-        extremes, views of arrays held already."""
+        extremes, views of arrays held already; raycast_all's (crossings.kernel_arguments)
+        are views too, made on each call."""
+        if query == "raycast_all":
+            return crossings.kernel_arguments(self)
         if self._kernel_data is None:
             self._kernel_data = kernels("heightfield.ray_kernel").arguments(self)
         if query != "sphere_cast":
@@ -151,8 +157,8 @@ class Heightfield:
     def intersect(self, origin, direction, max_distance):
         return ray.intersect(self, origin, direction, max_distance)
 
-    def crossings(self, origin, direction, max_distance):
-        return crossings.records(self, origin, direction, max_distance)
+    def crossings(self, origin, direction, max_distance, kernel=None):
+        return crossings.records(self, origin, direction, max_distance, kernel)
 
     def cast_target(self):
         return self

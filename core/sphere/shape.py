@@ -24,6 +24,7 @@ class Sphere:
     all_hits_chunk: int | None = None
     first_record_from_raycast = False
     kernel_family = "sphere"  # backend.py's KERNEL_MODULES
+    compiled_queries = frozenset(("raycast", "occluded", "sphere_cast"))
     kernel_variant = None
     kernel_cells = False
 
@@ -54,7 +55,8 @@ class Sphere:
     def intersect(self, origin, direction, max_distance):
         return ray.intersect(self.center, self.radius, origin, direction)
 
-    def crossings(self, origin, direction, max_distance):
+    def crossings(self, origin, direction, max_distance, kernel=None):
+        """raycast_all's records (numpy only: ``kernel`` is always None)."""
         return crossings.crossings(self.center, self.radius, origin, direction)
 
     def cast_target(self):
