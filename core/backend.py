@@ -41,9 +41,10 @@ protocol (core/protocol.py):
   wrapper's matrices, so the kernel moves each ray to local space and its hit back; ``out``
   is the tuple of (N, 3) / (N,) result arrays (hit, distance, point, normal[, cell]) for
   raycast (cell when the shape sets ``kernel_cells = True``) and (hit, distance, center,
-  point, normal) for sphere_cast. kernel_common.py has the helpers: the loop goes over
-  blocks of ``BLOCK`` rays (read_rays, then per ray ray_in_block, to_local, the shape's
-  one-ray function, normal_to_world, keep_hit; then write_ray_hits), see sphere/ray_kernel.py.
+  point, normal) for sphere_cast. kernel_common.py has the helpers, kernel_loops.py the
+  loops over blocks of ``BLOCK`` rays (read_rays, then per ray ray_in_block, to_local, the
+  shape's one-ray function, normal_to_world, keep_hit; then write_ray_hits) that a shape's
+  kernel runs with its one-ray function, see sphere/ray_kernel.py.
 * raycast_all's kernel (heightfield/crossings_kernel.py's ``records``) is called by the
   shape, not over a range of rays: queries.py hands it to ``shape.crossings``, which calls
   it on each chunk of rays in its own space, once counting each ray's records and once
@@ -238,13 +239,13 @@ def cache_root() -> str | None:
 
 
 def _kernels_fingerprint() -> str:
-    """A hash of the kernels' sources (every ``*_kernel.py`` and kernel_common.py). numba
-    checks only a function's own file before it reuses a cached kernel, not the helpers it
-    inlines from kernel_common.py or another kernel module: a cache folder per version of
-    all the sources keeps a stale kernel from being loaded."""
+    """A hash of the kernels' sources (every ``*_kernel.py``, kernel_common.py and
+    kernel_loops.py). numba checks only a function's own file before it reuses a cached
+    kernel, not the helpers it inlines from kernel_common.py or another module: a cache
+    folder per version of all the sources keeps a stale kernel from being loaded."""
     root = os.path.dirname(os.path.abspath(__file__))
     digest = hashlib.sha256()
-    for module in sorted(set(KERNEL_MODULES.values())) + ["kernel_common"]:
+    for module in sorted(set(KERNEL_MODULES.values())) + ["kernel_common", "kernel_loops"]:
         with open(os.path.join(root, *module.split(".")) + ".py", "rb") as source:
             digest.update(module.encode() + b"\0" + source.read())
     return digest.hexdigest()[:16]

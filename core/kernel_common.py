@@ -9,15 +9,9 @@ no fastmath: LLVM may neither reorder nor fuse them), so both backends give the 
 where the operations are the same (raycast on spheres, circles, cylinders, tubes, once
 Placed; a nested Placed is one matrix here and agrees to rounding).
 
-Helpers are compiled as :func:`helper` (LLVM inlines them into each kernel). A ray kernel (see
-sphere/ray_kernel.py) flattens its (N, 3) arrays first (``rows.reshape(rows.size)``, a view: the
-helpers take those and index ``3 * j + axis``, a stride LLVM knows, so it turns the copies
-between rows and the block into SIMD shuffles, faster than ``rows[begin + j, axis]``; a direct
-reshape, not a function of ours: that would be one more to compile) and loops over blocks of
-``BLOCK`` rays: ``read_rays`` copies a block's rows into columns, makes the directions unit and
-counts bad rays; per ray ``ray_in_block``, ``to_local`` (the shape's local space), its own
-one-ray function, ``normal_to_world`` and ``keep_hit``; then ``write_ray_hits`` writes the
-block's results.
+Helpers are compiled as :func:`helper` (LLVM inlines them into each kernel). The blocks of
+rays that read_rays, ray_in_block, keep_hit and write_ray_hits work on are described, and
+looped over, in kernel_loops.py.
 """
 
 import numpy as np
