@@ -54,27 +54,25 @@ def placement(placed=None):
     return (inverse, translation, linear, scale)
 
 
-# numpy's NaN rules as selects (no min()/max() to compile per type): minimum and maximum
-# propagate a NaN (np.minimum, np.maximum), fmin and fmax ignore one (np.fmin, np.fmax).
-# One tie rule: on equal operands the first is returned.
-@helper
-def minimum(a, b):
-    return a if (a <= b or a != a) else b
+def _select(smaller, keep_nan):
+    """numpy's NaN rules as a select (no min()/max() to compile per type): the smaller
+    (else the larger) of a and b; ``keep_nan``: a NaN operand wins (np.minimum, np.maximum),
+    else the other does (np.fmin, np.fmax). One tie rule: on equal operands the first is
+    returned. The two flags are constants of the closure (numba drops the other branches)."""
+
+    @helper
+    def select(a, b):
+        first = (a <= b) if smaller else (a >= b)
+        nan = (a != a) if keep_nan else (b != b)
+        return a if (first or nan) else b
+
+    return select
 
 
-@helper
-def maximum(a, b):
-    return a if (a >= b or a != a) else b
-
-
-@helper
-def fmin(a, b):
-    return a if (a <= b or b != b) else b
-
-
-@helper
-def fmax(a, b):
-    return a if (a >= b or b != b) else b
+minimum = _select(smaller=True, keep_nan=True)
+maximum = _select(smaller=False, keep_nan=True)
+fmin = _select(smaller=True, keep_nan=False)
+fmax = _select(smaller=False, keep_nan=False)
 
 
 @helper
@@ -303,12 +301,8 @@ def transform(m, x, y, z):
 
 @helper
 def transform_transposed(m, x, y, z):
-    """``m.T @ (x, y, z)``: how normals go back through the inverse transpose."""
-    return (
-        m[0, 0] * x + m[1, 0] * y + m[2, 0] * z,
-        m[0, 1] * x + m[1, 1] * y + m[2, 1] * z,
-        m[0, 2] * x + m[1, 2] * y + m[2, 2] * z,
-    )
+    """``m.T @ (x, y, z)``: how normals go back through the inverse transpose (a view)."""
+    return transform(m.T, x, y, z)
 
 
 @helper
