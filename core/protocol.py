@@ -1,10 +1,11 @@
 """The shape protocol: what queries.py, placed.py and backend.py call on a shape.
 
-Sphere, Cylinder, Heightfield and Placed implement it explicitly. Arrays of rays come as
-component lists (one contiguous 1D array per axis, see vectors.py) with unit directions;
-a distance is ``np.inf`` or NaN where there is nothing (any normal there). The queries
-decide the hit convention (max_distance, distance 0 on a solid, points, gates); a shape
-only says where its surface is.
+Sphere, Cylinder, Heightfield and Placed implement it explicitly (the first three with the
+answers they share from Unplaced). Arrays of rays come as component lists (one contiguous
+1D array per axis, see vectors.py) with unit directions; a distance is ``np.inf`` or NaN
+where there is nothing (any normal there). The queries decide the hit convention
+(max_distance, distance 0 on a solid, points, gates); a shape only says where its surface
+is.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import numpy as np
 QUERIES = frozenset(("raycast", "occluded", "sphere_cast", "raycast_all"))
 
 Components = list[np.ndarray]
+# The queries the sphere's and the cylinder's compiled kernels answer (raycast_all: numpy).
+RAY_AND_CAST_KERNELS = frozenset(("raycast", "occluded", "sphere_cast"))
 
 
 @runtime_checkable
@@ -134,3 +137,25 @@ class Shape(Protocol):
         on the shape and the shape's normal there. ``direction`` unit, or zero for a
         zero-length cast."""
         ...
+
+
+class Unplaced:
+    """What the shapes in their own space (Sphere, Cylinder, Heightfield) answer alike,
+    unless a shape says otherwise: every query, not placed, the queries' default chunks,
+    raycast_all's records their own, no cells in the kernels' results."""
+
+    supports: frozenset[str] = QUERIES
+    placed = False
+    chunk_size: int | None = None  # the queries' default chunk
+    all_hits_chunk: int | None = None
+    first_record_from_raycast = False
+    kernel_cells = False
+
+    def check(self, query: str) -> None:
+        """Every query is supported as it is."""
+
+    def kernel_placement(self) -> None:
+        return None
+
+    def cast_target(self):
+        return self

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
 from ..backend import kernels
+from ..protocol import Unplaced
 from ..validate import as_choice, as_pair
 from . import crossings, ray
 from .cast import sphere_cast_terrain
@@ -38,7 +39,7 @@ from .surfaces import surface_at, test_bilinear, test_triangles
 SURFACES = ("TRIANGLES", "BILINEAR")
 
 
-class Heightfield:
+class Heightfield(Unplaced):
     """A terrain over a displaced regular grid (see the module docstring): the solid
     column under the surface, or with ``solid=False`` the surface alone.
 
@@ -54,8 +55,6 @@ class Heightfield:
     """
 
     dimension = 3
-    supports = frozenset(("raycast", "occluded", "sphere_cast", "raycast_all"))
-    placed = False
     kernel_family = "heightfield"  # backend.py's KERNEL_MODULES
     kernel_cells = True  # its results carry the cell of each hit
     # raycast_all's first record is raycast's hit itself (queries.py): on a tie (a vertex,
@@ -143,9 +142,6 @@ class Heightfield:
             self._kernel_cast_data = kernels("heightfield.cast_kernel").cast_arguments(self)
         return self._kernel_cast_data
 
-    def kernel_placement(self):
-        return None
-
     def check(self, query: str) -> None:
         """ValueError where this terrain cannot answer ``query``."""
         if query == "sphere_cast" and self.surface != "TRIANGLES":
@@ -159,9 +155,6 @@ class Heightfield:
 
     def crossings(self, origin, direction, max_distance, kernel=None):
         return crossings.records(self, origin, direction, max_distance, kernel)
-
-    def cast_target(self):
-        return self
 
     def sweep(self, start, direction, radius, length):
         return sphere_cast_terrain(self, start, direction, radius, length)
