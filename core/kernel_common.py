@@ -58,7 +58,8 @@ def _select(smaller, keep_nan):
     """numpy's NaN rules as a select (no min()/max() to compile per type): the smaller
     (else the larger) of a and b; ``keep_nan``: a NaN operand wins (np.minimum, np.maximum),
     else the other does (np.fmin, np.fmax). One tie rule: on equal operands the first is
-    returned. The two flags are constants of the closure (numba drops the other branches)."""
+    returned. The two flags are constants of the closure: each select keeps only its own
+    comparisons."""
 
     @helper
     def select(a, b):

@@ -98,7 +98,7 @@ def hit_in_frame(height, radius, capped, x0, y0, z0, dx, dy, dz):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
-    """Rays start ... stop - 1 (core/backend.py): kernel_common.ray_blocks with the
+    """Rays start ... stop - 1 (core/backend.py): kernel_loops.ray_blocks with the
     cylinder; a hit at distance 0 is the solid's (normal -direction) only when capped."""
     capped = arguments[4]
     return ray_blocks(

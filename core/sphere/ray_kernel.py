@@ -44,7 +44,7 @@ def ray_sphere(arguments, ox, oy, oz, ux, uy, uz):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
-    """Rays start ... stop - 1 (core/backend.py): kernel_common.ray_blocks with the ball."""
+    """Rays start ... stop - 1 (core/backend.py): kernel_loops.ray_blocks with the ball."""
     return ray_blocks(
         ray_sphere, arguments, True, placement, origins, directions, max_distance, out, start, stop
     )
