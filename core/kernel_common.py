@@ -302,8 +302,12 @@ def transform(m, x, y, z):
 
 @helper
 def transform_transposed(m, x, y, z):
-    """``m.T @ (x, y, z)``: how normals go back through the inverse transpose (a view)."""
-    return transform(m.T, x, y, z)
+    """``m.T @ (x, y, z)``: how normals go back through the inverse transpose."""
+    return (
+        m[0, 0] * x + m[1, 0] * y + m[2, 0] * z,
+        m[0, 1] * x + m[1, 1] * y + m[2, 1] * z,
+        m[0, 2] * x + m[1, 2] * y + m[2, 2] * z,
+    )
 
 
 @helper
