@@ -20,7 +20,9 @@ protocol (core/protocol.py):
   under core/ holding that family's kernel of each query (``sphere.ray_kernel``: raycast
   and occluded; ``sphere.cast_kernel``: sphere_cast), imported by :func:`kernels` the first
   time such a query runs on the numba backend, never at import of ``core``. Each kernel
-  compiles on its first call, each query on its own (float64, no fastmath).
+  compiles on its first call, each query on its own (float64, no fastmath). The shape's
+  ``compiled_queries`` says which of them serve its model (a bilinear terrain's raycast_all
+  is numpy only).
 * ``shape.kernel_arguments(query)`` returns the shape's parameters as a tuple (floats, ints,
   bools, float64 arrays) that the kernel takes first (the terrain's sphere cast gets more:
   its per-cell extremes). Its element types must not depend on how the shape was made (an
@@ -39,9 +41,14 @@ protocol (core/protocol.py):
   wrapper's matrices, so the kernel moves each ray to local space and its hit back; ``out``
   is the tuple of (N, 3) / (N,) result arrays (hit, distance, point, normal[, cell]) for
   raycast (cell when the shape sets ``kernel_cells = True``) and (hit, distance, center,
-  point, normal) for sphere_cast. kernel_common.py has the helpers: the loop goes over
-  blocks of ``BLOCK`` rays (read_rays, then per ray ray_in_block, to_local, the shape's
-  one-ray function, normal_to_world, keep_hit; then write_ray_hits), see sphere/ray_kernel.py.
+  point, normal) for sphere_cast. kernel_common.py has the helpers, kernel_loops.py the
+  loops over blocks of ``BLOCK`` rays (read_rays, then per ray ray_in_block, to_local, the
+  shape's one-ray function, normal_to_world, keep_hit; then write_ray_hits) that a shape's
+  kernel runs with its one-ray function, see sphere/ray_kernel.py.
+* raycast_all's kernel (heightfield/crossings_kernel.py's ``records``) is called by the
+  shape, not over a range of rays: queries.py hands it to ``shape.crossings``, which calls
+  it on each chunk of rays in its own space, once counting each ray's records and once
+  writing them.
 * :func:`kernel` runs a batch: in the calling thread below ``PARALLEL_MIN`` rays (small
   batches must not pay for threads), else split into one block per thread
   (``NUMBA_NUM_THREADS``, default: all cores), the kernels releasing the GIL. Threads of our
@@ -96,7 +103,7 @@ COMPILE_SECONDS = {
     ("heightfield", "raycast"): 3.8,
     ("heightfield", "occluded"): 3.5,
     ("heightfield", "sphere_cast"): 7.9,
-    ("heightfield_crossings", "records"): 3.2,
+    ("heightfield", "raycast_all"): 3.2,
     ("heightfield", "viewshed"): 3.5,
 }
 UNKNOWN_COMPILE_SECONDS = 8.0  # a kind missing above: above the longest listed
@@ -113,7 +120,7 @@ KERNEL_MODULES = {
     ("heightfield", "raycast"): "heightfield.ray_kernel",
     ("heightfield", "occluded"): "heightfield.ray_kernel",
     ("heightfield", "sphere_cast"): "heightfield.cast_kernel",
-    ("heightfield_crossings", "records"): "heightfield.crossings_kernel",
+    ("heightfield", "raycast_all"): "heightfield.crossings_kernel",
     ("heightfield", "viewshed"): "heightfield.viewshed_kernel",
 }
 
@@ -249,14 +256,15 @@ def cache_root() -> str | None:
 
 def _kernels_fingerprint() -> str:
     """A hash of the kernels' sources (every ``*_kernel.py``, the modules of helpers too,
-    and kernel_common.py). numba checks only a function's own file before it reuses a
-    cached kernel, not the helpers it inlines from kernel_common.py or another kernel
-    module: a cache folder per version of all the sources keeps a stale kernel from being
-    loaded."""
+    kernel_common.py and kernel_loops.py). numba checks only a function's own file before
+    it reuses a cached kernel, not the helpers it inlines from another module: a cache
+    folder per version of all the sources keeps a stale kernel from being loaded."""
     root = os.path.dirname(os.path.abspath(__file__))
     digest = hashlib.sha256()
     paths = sorted(glob.glob(os.path.join(root, "*", "*_kernel.py")))
-    for path in paths + [os.path.join(root, "kernel_common.py")]:
+    for path in paths + [
+        os.path.join(root, name) for name in ("kernel_common.py", "kernel_loops.py")
+    ]:
         module = os.path.relpath(path, root)[: -len(".py")].replace(os.sep, ".")
         with open(path, "rb") as source:
             digest.update(module.encode() + b"\0" + source.read())
@@ -318,7 +326,11 @@ def threads() -> int:
 
 def kind(shape: Shape, query: str) -> tuple:
     """What one compiled kernel answers: the shape's kernel family, the query, the shape's
-    model (``kernel_variant``) and whether rays are placed (a Placed wrapper's matrices)."""
+    model (``kernel_variant``) and whether rays are placed (a Placed wrapper's matrices).
+    raycast_all's kernel is one kind for every model and placement: it takes the model as
+    values and the rays in the shape's own space (Placed moves them there in numpy)."""
+    if query == "raycast_all":
+        return (shape.kernel_family, query, None, False)
     return (shape.kernel_family, query, shape.kernel_variant, shape.placed)
 
 
@@ -387,19 +399,25 @@ def first_run(key: tuple, function: Callable[..., Any], *arguments: Any) -> Any:
 
 
 def kernel(shape: Shape, query: str, n: int, numpy_seconds: Callable[[], float] | None = None):
-    """A function running the compiled ``query`` ("raycast", "sphere_cast", "occluded") of
-    ``shape`` on a whole batch of ``n`` rays, ``run(arguments, placement, rays, rays,
-    values, out) -> bad rows``; None when the numpy reference answers (the latency rule, or
-    no such kernel). ``numpy_seconds`` overrides the shape's estimate of numpy's time."""
+    """The compiled ``query`` of ``shape`` for a batch of ``n`` rays; None when the numpy
+    reference answers (the latency rule, or no such kernel: the shape's family has none,
+    or its model has none, ``compiled_queries``). For "raycast", "sphere_cast" and
+    "occluded" a function running it on the whole batch, ``run(arguments, placement, rays,
+    rays, values, out) -> bad rows``; for "raycast_all" the records kernel itself,
+    ``run(arguments, rays, limit, out, write) -> records per ray``, which the shape calls
+    on its own rays, once counting and once writing (heightfield/crossings_kernel.py).
+    ``numpy_seconds`` overrides the shape's estimate of numpy's time."""
     family = shape.kernel_family
     module = None if family is None else KERNEL_MODULES.get((family, query))
-    if module is None:
+    if module is None or query not in shape.compiled_queries:
         return None
     key = kind(shape, query)
     if numpy_seconds is None:
         numpy_seconds = functools.partial(shape.numpy_seconds, query, n)
     if not compiled(key, numpy_seconds):
         return None
+    if query == "raycast_all":
+        return functools.partial(first_run, key, kernels(module).records)
     loop = getattr(kernels(module), query)
 
     def run(*arguments: Any) -> int:

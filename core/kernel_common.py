@@ -9,15 +9,9 @@ no fastmath: LLVM may neither reorder nor fuse them), so both backends give the 
 where the operations are the same (raycast on spheres, circles, cylinders, tubes, once
 Placed; a nested Placed is one matrix here and agrees to rounding).
 
-Helpers are compiled as :func:`helper` (LLVM inlines them into each kernel). A ray kernel (see
-sphere/ray_kernel.py) flattens its (N, 3) arrays first (``rows.reshape(rows.size)``, a view: the
-helpers take those and index ``3 * j + axis``, a stride LLVM knows, so it turns the copies
-between rows and the block into SIMD shuffles, faster than ``rows[begin + j, axis]``; a direct
-reshape, not a function of ours: that would be one more to compile) and loops over blocks of
-``BLOCK`` rays: ``read_rays`` copies a block's rows into columns, makes the directions unit and
-counts bad rays; per ray ``ray_in_block``, ``to_local`` (the shape's local space), its own
-one-ray function, ``normal_to_world`` and ``keep_hit``; then ``write_ray_hits`` writes the
-block's results.
+Helpers are compiled as :func:`helper` (LLVM inlines them into each kernel). The blocks of
+rays that read_rays, ray_in_block, keep_hit and write_ray_hits work on are described, and
+looped over, in kernel_loops.py.
 """
 
 from typing import Any
@@ -64,27 +58,26 @@ def placement(placed=None):
     return (inverse, translation, linear, scale)
 
 
-# numpy's NaN rules as selects (no min()/max() to compile per type): minimum and maximum
-# propagate a NaN (np.minimum, np.maximum), fmin and fmax ignore one (np.fmin, np.fmax).
-# One tie rule: on equal operands the first is returned.
-@helper
-def minimum(a, b):
-    return a if (a <= b or a != a) else b
+def _select(smaller, keep_nan):
+    """numpy's NaN rules as a select (no min()/max() to compile per type): the smaller
+    (else the larger) of a and b; ``keep_nan``: a NaN operand wins (np.minimum, np.maximum),
+    else the other does (np.fmin, np.fmax). One tie rule: on equal operands the first is
+    returned. The two flags are constants of the closure: each select keeps only its own
+    comparisons."""
+
+    @helper
+    def select(a, b):
+        first = (a <= b) if smaller else (a >= b)
+        nan = (a != a) if keep_nan else (b != b)
+        return a if (first or nan) else b
+
+    return select
 
 
-@helper
-def maximum(a, b):
-    return a if (a >= b or a != a) else b
-
-
-@helper
-def fmin(a, b):
-    return a if (a <= b or b != b) else b
-
-
-@helper
-def fmax(a, b):
-    return a if (a >= b or b != b) else b
+minimum = _select(smaller=True, keep_nan=True)
+maximum = _select(smaller=False, keep_nan=True)
+fmin = _select(smaller=True, keep_nan=False)
+fmax = _select(smaller=False, keep_nan=False)
 
 
 @helper

@@ -44,6 +44,7 @@ class Placed:
         self.all_hits_chunk: int | None = shape.all_hits_chunk
         self.first_record_from_raycast: bool = shape.first_record_from_raycast
         self.kernel_family: str | None = shape.kernel_family
+        self.compiled_queries: frozenset[str] = shape.compiled_queries
         self.kernel_cells: bool = shape.kernel_cells
         size = self.dimension + 1
         try:
@@ -125,12 +126,12 @@ class Placed:
         found = self.shape.intersect(local_origin, local_unit, max_distance * stretch)
         return (found[0] / stretch, self._world_normals(found[1])) + tuple(found[2:])
 
-    def crossings(self, origin, direction, max_distance):
+    def crossings(self, origin, direction, max_distance, kernel=None):
         """raycast_all's records of the shape in local space, brought back to the world
         as the ray query's hits are."""
         local_origin, local_unit, stretch = self._local_rays(origin, direction)
         ray, distance, normal = self.shape.crossings(
-            local_origin, local_unit, max_distance * stretch
+            local_origin, local_unit, max_distance * stretch, kernel
         )
         if len(ray):
             normal = self._world_normals(normal)

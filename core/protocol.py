@@ -1,15 +1,16 @@
 """The shape protocol: what queries.py, placed.py and backend.py call on a shape.
 
-Sphere, Cylinder, Heightfield and Placed implement it explicitly. Arrays of rays come as
-component lists (one contiguous 1D array per axis, see vectors.py) with unit directions;
-a distance is ``np.inf`` or NaN where there is nothing (any normal there). The queries
-decide the hit convention (max_distance, distance 0 on a solid, points, gates); a shape
-only says where its surface is.
+Sphere, Cylinder, Heightfield and Placed implement it explicitly (the first three with the
+answers they share from Unplaced). Arrays of rays come as component lists (one contiguous
+1D array per axis, see vectors.py) with unit directions; a distance is ``np.inf`` or NaN
+where there is nothing (any normal there). The queries decide the hit convention
+(max_distance, distance 0 on a solid, points, gates); a shape only says where its surface
+is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -18,6 +19,8 @@ import numpy as np
 QUERIES = frozenset(("raycast", "occluded", "sphere_cast", "raycast_all"))
 
 Components = list[np.ndarray]
+# The queries the sphere's and the cylinder's compiled kernels answer (raycast_all: numpy).
+RAY_AND_CAST_KERNELS = frozenset(("raycast", "occluded", "sphere_cast"))
 
 
 @runtime_checkable
@@ -66,6 +69,12 @@ class Shape(Protocol):
         ...
 
     @property
+    def compiled_queries(self) -> frozenset[str]:
+        """The QUERIES its family's compiled kernels answer for this shape's model; numpy
+        answers the others."""
+        ...
+
+    @property
     def kernel_cells(self) -> bool:
         """The ray kernel also writes each hit's (i, j) cell."""
         ...
@@ -98,10 +107,16 @@ class Shape(Protocol):
         ...
 
     def crossings(
-        self, origin: Components, direction: Components, max_distance: np.ndarray
+        self,
+        origin: Components,
+        direction: Components,
+        max_distance: np.ndarray,
+        kernel: Callable[..., Any] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, Components]:
         """raycast_all's records: ray rows, distances, normal components (in order per ray;
-        entries and exits of a solid, every crossing or touch of a surface)."""
+        entries and exits of a solid, every crossing or touch of a surface). ``kernel``:
+        the compiled records queries.py chose (backend.kernel; only where
+        "raycast_all" is in compiled_queries), None for the numpy reference."""
         ...
 
     def cast_target(self) -> Shape:
@@ -122,3 +137,25 @@ class Shape(Protocol):
         on the shape and the shape's normal there. ``direction`` unit, or zero for a
         zero-length cast."""
         ...
+
+
+class Unplaced:
+    """What the shapes in their own space (Sphere, Cylinder, Heightfield) answer alike,
+    unless a shape says otherwise: every query, not placed, the queries' default chunks,
+    raycast_all's records their own, no cells in the kernels' results."""
+
+    supports: frozenset[str] = QUERIES
+    placed = False
+    chunk_size: int | None = None  # the queries' default chunk
+    all_hits_chunk: int | None = None
+    first_record_from_raycast = False
+    kernel_cells = False
+
+    def check(self, query: str) -> None:
+        """Every query is supported as it is."""
+
+    def kernel_placement(self) -> None:
+        return None
+
+    def cast_target(self):
+        return self

@@ -4,7 +4,10 @@ Each query runs the same steps: validate its input (validate.py: (N, D) or (D,) 
 finite floats; directions need not be unit length; a bad row raises ValueError naming the
 argument and the first bad row), ask backend.py whether the shape's compiled kernel answers
 the batch (the latency rule), then run that kernel on the whole batch in one pass or the
-numpy reference (reference.py, in chunks), and return the result type (results.py). A
+numpy reference (reference.py, in chunks), and return the result type (results.py).
+raycast_all's kernel lists each ray's records, which the shape computes on its own rays:
+queries.py hands it to reference.all_hits, whose chunks of rays the shape answers with it
+(Shape.crossings). A
 compiled kernel does the finiteness and zero-direction checks itself and counts bad rows;
 the numpy validation then names the first. Shapes take part through the protocol in
 protocol.py: ``supports`` and ``check`` say what a shape answers, the rest is called.
@@ -172,8 +175,12 @@ def raycast_all(
     origins, _ = as_rows("origins", origins, dimension)
     directions, _ = as_rows("directions", directions, dimension)
     check_same_length("origins", origins, "directions", directions)
-    max_distance = as_per_row("max_distance", max_distance, len(origins), allow_inf=True)
-    hits = reference.all_hits(shape, origins, directions, max_distance)
+    n = len(origins)
+    max_distance = as_per_row("max_distance", max_distance, n, allow_inf=True)
+    # The shape's records: its compiled kernel (called by the shape on its own rays) or
+    # its numpy reference; merged and sorted in numpy either way.
+    records = kernel(shape, "raycast_all", n)
+    hits = reference.all_hits(shape, origins, directions, max_distance, records)
     if shape.first_record_from_raycast:
         first = raycast(shape, origins, directions, max_distance)
         hits = reference.first_from_raycast(hits, first)

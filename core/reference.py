@@ -238,9 +238,10 @@ def _occluded_part(shape, starts, ends):
     return hit
 
 
-def all_hits(shape: Shape, origins, directions, max_distance) -> AllHits:
+def all_hits(shape: Shape, origins, directions, max_distance, kernel=None) -> AllHits:
     """raycast_all's records on validated (N, D) rows and (N,) max_distance, merged and
-    sorted (module docstring); the first records not yet replaced by raycast's hits."""
+    sorted (module docstring); the first records not yet replaced by raycast's hits.
+    ``kernel``: the shape's compiled records (queries.py), None for its numpy reference."""
     n, dimension = origins.shape
     parts = []
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
@@ -250,7 +251,7 @@ def all_hits(shape: Shape, origins, directions, max_distance) -> AllHits:
             if zero_row is not None:
                 raise ValueError(f"directions row {part.start + zero_row} has zero length")
             limit = np.ascontiguousarray(max_distance[part])
-            ray, distance, normal = shape.crossings(origin, unit, limit)
+            ray, distance, normal = shape.crossings(origin, unit, limit, kernel)
             keep = (distance >= 0.0) & (distance <= limit[ray])
             ray, distance = ray[keep], distance[keep]
             normal = [x[keep] for x in normal]

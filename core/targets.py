@@ -8,7 +8,7 @@ the list given), so a caller can name it in its own words.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -60,16 +60,11 @@ def nearest_hits(shapes, origins, directions, max_distance=np.inf) -> NearestHit
     """Cast every ray (``origins``, ``directions``: (N, D) or (D,)) at every shape
     (``core.raycast``); each ray keeps its nearest hit, the first shape in the list on ties."""
     origins, directions = _batch(origins, directions)
-    count, dimensions = origins.shape
-    best = NearestHits(
-        hit=np.zeros(count, dtype=bool),
-        distance=np.full(count, np.inf),
-        point=np.full((count, dimensions), np.nan),
-        normal=np.full((count, dimensions), np.nan),
-        target=np.full(count, -1, dtype=np.int64),
-    )
     return _keep_nearest(
-        best, shapes, lambda shape: raycast(shape, origins, directions, max_distance)
+        NearestHits,
+        origins.shape,
+        shapes,
+        lambda shape: raycast(shape, origins, directions, max_distance),
     )
 
 
@@ -77,30 +72,33 @@ def first_contacts(shapes, starts, ends, radius) -> NearestCasts:
     """Cast a sphere of ``radius`` from each start to its end against every shape
     (``core.sphere_cast``); each cast keeps its first contact, the first shape on ties."""
     starts, ends = _batch(starts, ends)
-    count, dimensions = starts.shape
-    best = NearestCasts(
+    return _keep_nearest(
+        NearestCasts, starts.shape, shapes, lambda shape: sphere_cast(shape, starts, ends, radius)
+    )
+
+
+def _keep_nearest(result_type, rows, shapes, query):
+    """A ``result_type`` (NearestHits or NearestCasts) of ``rows`` = (N, D) with each row's
+    nearest answer of ``query(shape)`` over ``shapes``: every array field but ``hit`` and
+    ``target`` copied from that answer; a row no shape answers stays a miss (inf distance,
+    NaN vectors, target -1). The first shape in the list wins ties."""
+    count, dimensions = rows
+    names = [field.name for field in fields(result_type)]
+    vectors = [name for name in names if name not in ("hit", "distance", "target")]
+    best = result_type(
         hit=np.zeros(count, dtype=bool),
         distance=np.full(count, np.inf),
-        center=np.full((count, dimensions), np.nan),
-        point=np.full((count, dimensions), np.nan),
-        normal=np.full((count, dimensions), np.nan),
         target=np.full(count, -1, dtype=np.int64),
+        **{name: np.full((count, dimensions), np.nan) for name in vectors},
     )
-    return _keep_nearest(best, shapes, lambda shape: sphere_cast(shape, starts, ends, radius))
-
-
-def _keep_nearest(best, shapes, query):
-    """``best`` with each row's nearest answer of ``query(shape)`` over ``shapes`` (every
-    array field of ``best`` but ``hit`` and ``target`` is copied from the answer; the first
-    shape in the list wins ties)."""
-    fields = [name for name in vars(best) if name not in ("hit", "target")]
+    copied = ["distance", *vectors]
     for index, shape in enumerate(shapes):
         try:
             found = query(shape)
         except ValueError as error:
             raise TargetError(index, str(error)) from None
         closer = found.hit & (found.distance < best.distance)
-        for name in fields:
+        for name in copied:
             getattr(best, name)[closer] = getattr(found, name)[closer]
         best.target[closer] = index
     best.hit = best.target >= 0

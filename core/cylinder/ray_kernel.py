@@ -9,30 +9,16 @@ radius, capped).
 import numpy as np
 from numba import njit
 
-from ..kernel_common import (
-    BLOCK,
-    INF,
-    finite,
-    helper,
-    keep_hit,
-    load,
-    normal_to_world,
-    ray_in_block,
-    read_rays,
-    segment_blocked,
-    segment_ray,
-    to_local,
-    transform,
-    transform_transposed,
-    write_ray_hits,
-)
+from ..kernel_common import INF, helper, transform, transform_transposed
+from ..kernel_loops import ray_blocks, segments_blocked
 from .ray import ON_WALL
 
 
 @helper
-def ray_cylinder(p0, frame, height, radius, capped, ox, oy, oz, ux, uy, uz):
+def ray_cylinder(arguments, ox, oy, oz, ux, uy, uz):
     """Distance and normal of one ray (unit direction) against the cylinder: the outward
     normal of the solid, or for the tube the wall's normal facing the ray."""
+    p0, frame, height, radius, capped = arguments
     x0, y0, z0 = transform(frame, ox - p0[0], oy - p0[1], oz - p0[2])
     dx, dy, dz = transform(frame, ux, uy, uz)
     t, radial_scale, cap = hit_in_frame(height, radius, capped, x0, y0, z0, dx, dy, dz)
@@ -112,46 +98,28 @@ def hit_in_frame(height, radius, capped, x0, y0, z0, dx, dy, dz):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
-    p0, frame, height, radius, capped = arguments
-    hit, distance, point, normal = out
-    origins, directions, point, normal = (
-        origins.reshape(origins.size),
-        directions.reshape(directions.size),
-        point.reshape(point.size),
-        normal.reshape(normal.size),
+    """Rays start ... stop - 1 (core/backend.py): kernel_loops.ray_blocks with the
+    cylinder; a hit at distance 0 is the solid's (normal -direction) only when capped."""
+    capped = arguments[4]
+    return ray_blocks(
+        ray_cylinder,
+        arguments,
+        capped,
+        placement,
+        origins,
+        directions,
+        max_distance,
+        out,
+        start,
+        stop,
     )
-    block = np.empty((11, BLOCK))
-    bad = 0
-    for begin in range(start, stop, BLOCK):
-        count = stop - begin if stop - begin < BLOCK else BLOCK  # no min() to compile
-        bad += read_rays(origins, directions, begin, count, block)
-        for j in range(count):
-            ox, oy, oz, ux, uy, uz = ray_in_block(block, j)
-            lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
-            t, nx, ny, nz = ray_cylinder(
-                p0, frame, height, radius, capped, lx, ly, lz, lux, luy, luz
-            )
-            nx, ny, nz = normal_to_world(placement, nx, ny, nz)
-            keep_hit(block, j, t / stretch, nx, ny, nz)
-        write_ray_hits(block, begin, count, max_distance, capped, hit, distance, point, normal)
-    return bad
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def occluded(arguments, placement, starts, ends, trim, out, start, stop):
     """Segments start ... stop - 1 (core/reference.py): out[0][i] True where the cylinder
     (or tube) meets the segment trimmed by ``trim[0]`` of its length at both ends."""
-    p0, frame, height, radius, capped = arguments
-    (blocked,) = out
-    bad = 0
-    for i in range(start, stop):
-        sx, sy, sz = load(starts, i)
-        ex, ey, ez = load(ends, i)
-        if not (finite(sx, sy, sz) and finite(ex, ey, ez)):
-            bad += 1
-            continue
-        ox, oy, oz, ux, uy, uz, limit, length = segment_ray(sx, sy, sz, ex, ey, ez, trim[0], 3)
-        lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
-        t = ray_cylinder(p0, frame, height, radius, capped, lx, ly, lz, lux, luy, luz)[0]
-        blocked[i] = segment_blocked(t / stretch, limit, length, capped)
-    return bad
+    capped = arguments[4]
+    return segments_blocked(
+        ray_cylinder, arguments, capped, 3, placement, starts, ends, trim, out, start, stop
+    )

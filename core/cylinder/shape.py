@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..protocol import RAY_AND_CAST_KERNELS, Unplaced
 from ..validate import as_point, as_positive
 from ..vectors import plane_basis
 from . import ray
@@ -17,18 +18,13 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
 
-class Cylinder:
+class Cylinder(Unplaced):
     """A cylinder of ``radius`` whose axis runs from ``p0`` to ``p1``: a capped solid, or
     with ``capped=False`` an open tube (the side wall only, hit from either side)."""
 
     dimension = 3
-    supports = frozenset(("raycast", "occluded", "sphere_cast", "raycast_all"))
-    placed = False
-    chunk_size: int | None = None  # the queries' default chunk
-    all_hits_chunk: int | None = None
-    first_record_from_raycast = False
     kernel_family = "cylinder"  # backend.py's KERNEL_MODULES
-    kernel_cells = False
+    compiled_queries = RAY_AND_CAST_KERNELS
 
     def __init__(self, p0: ArrayLike, p1: ArrayLike, radius: float, capped: bool = True) -> None:
         self.p0 = as_point("p0", p0, (3,))
@@ -51,9 +47,6 @@ class Cylinder:
             f"Cylinder(p0={self.p0.tolist()}, p1={self.p1.tolist()}, radius={self.radius}{capped})"
         )
 
-    def check(self, query: str) -> None:
-        """Every query is supported as it is."""
-
     @property
     def kernel_variant(self):
         return self.capped  # a kernel per kind (backend.py's kind())
@@ -67,19 +60,13 @@ class Cylinder:
         frame = np.array(self.frame)  # rows u, v, w
         return (self.p0, frame, self.height, self.radius, self.capped)
 
-    def kernel_placement(self):
-        return None
-
     def intersect(self, origin, direction, max_distance):
         return ray.crossings(self, origin, direction, with_exits=False)
 
-    def crossings(self, origin, direction, max_distance):
+    def crossings(self, origin, direction, max_distance, kernel=None):
         """raycast_all's records: the capped solid's entry (raycast's hit) and exit, or
-        each crossing of the open tube's wall."""
+        each crossing of the open tube's wall (numpy only: ``kernel`` is always None)."""
         return ray.crossings(self, origin, direction, with_exits=True)
-
-    def cast_target(self):
-        return self
 
     def sweep(self, start, direction, radius, length):
         return sphere_cast_cylinder(self, start, direction, radius)

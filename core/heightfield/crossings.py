@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import compiled, first_run, kernels
 from .grid import slab
 from .surfaces import surface_at
 from .walk import TINY, Rays
@@ -48,30 +47,28 @@ from .walk import TINY, Rays
 # ray over a 1024 x 1024 terrain may cross ~4000 lines).
 MAX_BREAKPOINTS = 1 << 20
 
-# raycast_all's compiled records (crossings_kernel.py), one kind for every model.
-CROSSINGS_KERNEL = ("heightfield_crossings", "records", None, False)
 
-
-def records(field, origin, direction, max_distance):
+def records(field, origin, direction, max_distance, kernel):
     """raycast_all's records (ray rows, distances, normals) for component lists with unit
-    directions: every crossing of the surface, compiled where the latency rule says so."""
+    directions: every crossing of the surface, by the compiled ``kernel`` queries.py chose
+    (TRIANGLES only), or the numpy reference where it is None."""
     (x0, y0), (dx, dy) = field.origin, field.spacing
     rays = Rays(origin, direction, x0, y0, dx, dy)
     limit = np.broadcast_to(max_distance, rays.U0.shape)
-    if field.surface == "TRIANGLES" and compiled(  # BILINEAR: numpy only
-        CROSSINGS_KERNEL, lambda: field.numpy_seconds("records", limit.size)
-    ):
-        return _compiled_crossings(field, rays, direction, limit)
+    if kernel is not None:
+        return _compiled_crossings(field, rays, direction, limit, kernel)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         return crossings(field, rays, direction, limit)
 
 
-def _compiled_crossings(field, rays, direction, limit):
-    """crossings() on the numba backend (crossings_kernel.py, the same
-    records bit for bit): a pass counting each ray's records, then one writing them."""
+def kernel_arguments(field):
+    """The terrain as crossings_kernel.records takes it (Heightfield.kernel_arguments):
+    heights and tolerances flat (the arrays ``field`` holds), diagonals (1.0 where anti; a
+    placeholder where none), has diagonals, nx, ny, dx, dy, zmin, zmax, the tolerances'
+    margin on the height range, the footprint slack in x and y, solid."""
     ny, nx = field.heights.shape
     anti = field._anti
-    terrain = (
+    return (
         field._above.flat,
         field._above.tol,
         np.zeros(1) if anti is None else anti,
@@ -87,6 +84,12 @@ def _compiled_crossings(field, rays, direction, limit):
         float(field._edge_slack[1]),
         field.solid,
     )
+
+
+def _compiled_crossings(field, rays, direction, limit, kernel):
+    """crossings() by the compiled ``kernel`` (crossings_kernel.py's records, the same
+    records bit for bit): a pass counting each ray's records, then one writing them."""
+    terrain = field.kernel_arguments("raycast_all")
     # Fresh writable copies, whether broadcast or not: one type for the kernel, which
     # compiles once (backend.py).
     arrays = tuple(
@@ -94,12 +97,11 @@ def _compiled_crossings(field, rays, direction, limit):
         for a in (rays.U0, rays.V0, rays.oz, rays.du, rays.dv, rays.dz, *direction, limit)
     )
     ray_arrays, limit = arrays[:9], arrays[9]
-    records = kernels("heightfield.crossings_kernel").records
     empty = (np.empty(0, dtype=np.int64), *(np.empty(0) for _ in range(4)))
-    counts = first_run(CROSSINGS_KERNEL, records, terrain, ray_arrays, limit, empty, False)
+    counts = kernel(terrain, ray_arrays, limit, empty, False)
     total = int(counts.sum())
     out = (np.empty(total, dtype=np.int64), *(np.empty(total) for _ in range(4)))
-    records(terrain, ray_arrays, limit, out, True)
+    kernel(terrain, ray_arrays, limit, out, True)
     return out[0], out[1], list(out[2:])
 
 

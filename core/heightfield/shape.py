@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
 from ..backend import kernels
+from ..protocol import Unplaced
 from ..validate import as_choice, as_pair
 from . import crossings, ray
 from .cast import sphere_cast_terrain
@@ -39,7 +40,7 @@ from .surfaces import surface_at, test_bilinear, test_triangles
 SURFACES = ("TRIANGLES", "BILINEAR")
 
 
-class Heightfield:
+class Heightfield(Unplaced):
     """A terrain over a displaced regular grid (see the module docstring): the solid
     column under the surface, or with ``solid=False`` the surface alone.
 
@@ -55,8 +56,6 @@ class Heightfield:
     """
 
     dimension = 3
-    supports = frozenset(("raycast", "occluded", "sphere_cast", "raycast_all"))
-    placed = False
     kernel_family = "heightfield"  # backend.py's KERNEL_MODULES
     kernel_cells = True  # its results carry the cell of each hit
     # raycast_all's first record is raycast's hit itself (queries.py): on a tie (a vertex,
@@ -87,6 +86,9 @@ class Heightfield:
         if not isinstance(solid, (bool, np.bool_)):
             raise ValueError(f"solid must be True or False, got {solid!r}")
         self.solid = bool(solid)
+        # raycast_all's records are compiled for triangles (crossings_kernel.py)
+        triangles = self.surface == "TRIANGLES"
+        self.compiled_queries = self.supports if triangles else self.supports - {"raycast_all"}
         self.zmin = float(self.heights.min())
         self.zmax = float(self.heights.max())
         self._anti = (
@@ -121,7 +123,7 @@ class Heightfield:
         side = max(self.heights.shape)
         if query == "sphere_cast":
             return 1e-3 + 2.5e-6 * side * n
-        if query == "records":
+        if query == "raycast_all":
             return 1e-3 + 4e-7 * side * n
         bilinear = self.surface == "BILINEAR"
         return (1.5e-2 + 4e-6 * n) * (2.0 if bilinear else 1.0)
@@ -129,7 +131,10 @@ class Heightfield:
     def kernel_arguments(self, query: str):
         """The compiled kernels' arguments, built on first use: the ray kernel's
         (ray_kernel.arguments); a sphere cast's (cast_kernel.cast_arguments) add the cast's
-        extremes, views of arrays held already."""
+        extremes, views of arrays held already; raycast_all's (crossings.kernel_arguments)
+        are views too, made on each call."""
+        if query == "raycast_all":
+            return crossings.kernel_arguments(self)
         if self._kernel_data is None:
             self._kernel_data = kernels("heightfield.ray_kernel").arguments(self)
         if query != "sphere_cast":
@@ -137,9 +142,6 @@ class Heightfield:
         if self._kernel_cast_data is None:
             self._kernel_cast_data = kernels("heightfield.cast_kernel").cast_arguments(self)
         return self._kernel_cast_data
-
-    def kernel_placement(self):
-        return None
 
     def check(self, query: str) -> None:
         """ValueError where this terrain cannot answer ``query``."""
@@ -152,11 +154,8 @@ class Heightfield:
     def intersect(self, origin, direction, max_distance):
         return ray.intersect(self, origin, direction, max_distance)
 
-    def crossings(self, origin, direction, max_distance):
-        return crossings.records(self, origin, direction, max_distance)
-
-    def cast_target(self):
-        return self
+    def crossings(self, origin, direction, max_distance, kernel=None):
+        return crossings.records(self, origin, direction, max_distance, kernel)
 
     def sweep(self, start, direction, radius, length):
         return sphere_cast_terrain(self, start, direction, radius, length)

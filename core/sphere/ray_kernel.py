@@ -8,21 +8,8 @@ dimension).
 import numpy as np
 from numba import njit
 
-from ..kernel_common import (
-    BLOCK,
-    INF,
-    finite,
-    helper,
-    keep_hit,
-    load,
-    normal_to_world,
-    ray_in_block,
-    read_rays,
-    segment_blocked,
-    segment_ray,
-    to_local,
-    write_ray_hits,
-)
+from ..kernel_common import INF, helper
+from ..kernel_loops import ray_blocks, segments_blocked
 
 
 @helper
@@ -46,8 +33,9 @@ def ball_entry(mx, my, mz, ux, uy, uz, radius):
 
 
 @helper
-def ray_sphere(center, radius, ox, oy, oz, ux, uy, uz):
+def ray_sphere(arguments, ox, oy, oz, ux, uy, uz):
     """Distance and outward normal of one ray (unit direction) against the ball."""
+    center, radius, _ = arguments
     mx, my, mz = ox - center[0], oy - center[1], oz - center[2]
     t = ball_entry(mx, my, mz, ux, uy, uz, radius)
     scale = 1.0 / radius
@@ -56,46 +44,17 @@ def ray_sphere(center, radius, ox, oy, oz, ux, uy, uz):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def raycast(arguments, placement, origins, directions, max_distance, out, start, stop):
-    center, radius, _ = arguments
-    hit, distance, point, normal = out
-    origins, directions, point, normal = (
-        origins.reshape(origins.size),
-        directions.reshape(directions.size),
-        point.reshape(point.size),
-        normal.reshape(normal.size),
+    """Rays start ... stop - 1 (core/backend.py): kernel_loops.ray_blocks with the ball."""
+    return ray_blocks(
+        ray_sphere, arguments, True, placement, origins, directions, max_distance, out, start, stop
     )
-    block = np.empty((11, BLOCK))
-    bad = 0
-    for begin in range(start, stop, BLOCK):
-        count = stop - begin if stop - begin < BLOCK else BLOCK  # no min() to compile
-        bad += read_rays(origins, directions, begin, count, block)
-        for j in range(count):
-            ox, oy, oz, ux, uy, uz = ray_in_block(block, j)
-            lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
-            t, nx, ny, nz = ray_sphere(center, radius, lx, ly, lz, lux, luy, luz)
-            nx, ny, nz = normal_to_world(placement, nx, ny, nz)
-            keep_hit(block, j, t / stretch, nx, ny, nz)
-        write_ray_hits(block, begin, count, max_distance, True, hit, distance, point, normal)
-    return bad
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def occluded(arguments, placement, starts, ends, trim, out, start, stop):
     """Segments start ... stop - 1 (the queries' occluded): out[0][i] True where the ball meets
     the segment trimmed by ``trim[0]`` of its length at both ends."""
-    center, radius, dimension = arguments
-    (blocked,) = out
-    bad = 0
-    for i in range(start, stop):
-        sx, sy, sz = load(starts, i)
-        ex, ey, ez = load(ends, i)
-        if not (finite(sx, sy, sz) and finite(ex, ey, ez)):
-            bad += 1
-            continue
-        ox, oy, oz, ux, uy, uz, limit, length = segment_ray(
-            sx, sy, sz, ex, ey, ez, trim[0], dimension
-        )
-        lx, ly, lz, lux, luy, luz, stretch = to_local(placement, ox, oy, oz, ux, uy, uz)
-        t = ray_sphere(center, radius, lx, ly, lz, lux, luy, luz)[0]
-        blocked[i] = segment_blocked(t / stretch, limit, length, True)
-    return bad
+    dimension = arguments[2]
+    return segments_blocked(
+        ray_sphere, arguments, True, dimension, placement, starts, ends, trim, out, start, stop
+    )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..protocol import RAY_AND_CAST_KERNELS, Unplaced
 from ..validate import as_point, as_positive
 from . import cast, crossings, ray
 
@@ -14,18 +15,13 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
 
-class Sphere:
+class Sphere(Unplaced):
     """A solid ball (3D) or disc (2D) of ``radius`` around ``center``."""
 
-    supports = frozenset(("raycast", "occluded", "sphere_cast", "raycast_all"))
     solid = True
-    placed = False
-    chunk_size: int | None = None  # the queries' default chunk
-    all_hits_chunk: int | None = None
-    first_record_from_raycast = False
     kernel_family = "sphere"  # backend.py's KERNEL_MODULES
+    compiled_queries = RAY_AND_CAST_KERNELS
     kernel_variant = None
-    kernel_cells = False
 
     def __init__(self, center: ArrayLike, radius: float) -> None:
         self.center = as_point("center", center)
@@ -34,9 +30,6 @@ class Sphere:
 
     def __repr__(self):
         return f"Sphere(center={self.center.tolist()}, radius={self.radius})"
-
-    def check(self, query: str) -> None:
-        """Every query is supported as it is."""
 
     def numpy_seconds(self, query: str, n: int) -> float:
         """The numpy reference's time for ``n`` rays, any query (backend.py's latency rule):
@@ -48,17 +41,12 @@ class Sphere:
         center[: self.dimension] = self.center
         return (center, self.radius, self.dimension)
 
-    def kernel_placement(self):
-        return None
-
     def intersect(self, origin, direction, max_distance):
         return ray.intersect(self.center, self.radius, origin, direction)
 
-    def crossings(self, origin, direction, max_distance):
+    def crossings(self, origin, direction, max_distance, kernel=None):
+        """raycast_all's records (numpy only: ``kernel`` is always None)."""
         return crossings.crossings(self.center, self.radius, origin, direction)
-
-    def cast_target(self):
-        return self
 
     def fold(self, linear, translation):
         """None: a placed sphere is cast against through its (similarity) placement."""
