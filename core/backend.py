@@ -197,6 +197,17 @@ def backend() -> str:
 
 
 @contextlib.contextmanager
+def _thread_setting(name: str, value: Any, unset: Any):
+    """``_local.<name>`` set to ``value`` in this thread for a ``with`` block (``unset``
+    when it had none), then restored."""
+    previous = getattr(_local, name, unset)
+    setattr(_local, name, value)
+    try:
+        yield
+    finally:
+        setattr(_local, name, previous)
+
+
 def use(name: str):
     """Run the queries of a ``with`` block, in this thread, on backend ``name`` ("numba":
     every query compiled, whatever the wait; "numpy": the reference)."""
@@ -204,35 +215,21 @@ def use(name: str):
         raise ValueError(f"backend must be 'numba' or 'numpy', got {name!r}")
     if name == "numba" and not _numba_available():
         raise RuntimeError(f"numba does not import ({_numba_error})")
-    previous, _local.override = getattr(_local, "override", None), name
-    try:
-        yield
-    finally:
-        _local.override = previous
+    return _thread_setting("override", name, None)
 
 
-@contextlib.contextmanager
 def compile_freely():
     """In this thread, for a ``with`` block, let every query wait for its kernel as if numpy
     would take longer (unless a backend is forced or compiling is refused): for the work
     that follows a compiled step of the same request (the lines of sight a viewshed's
     sweep leaves undecided), which would otherwise repeat numpy's per-call cost."""
-    previous, _local.compile_freely = getattr(_local, "compile_freely", False), True
-    try:
-        yield
-    finally:
-        _local.compile_freely = previous
+    return _thread_setting("compile_freely", True, False)
 
 
-@contextlib.contextmanager
 def notify_waits(callback: Callable[[str], None]):
     """Call ``callback(message)`` in this thread before a query of the ``with`` block waits
     for a kernel to compile or load (a large batch, by the latency rule)."""
-    previous, _local.on_wait = getattr(_local, "on_wait", None), callback
-    try:
-        yield
-    finally:
-        _local.on_wait = previous
+    return _thread_setting("on_wait", callback, None)
 
 
 def refuse_compiles(reason: str | None) -> None:
