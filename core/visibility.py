@@ -31,6 +31,7 @@ import numpy as np
 
 from .backend import compile_freely, compiled, first_run, kernels, run_split, threads
 from .heightfield import Heightfield
+from .heightfield.grid import TOUCH
 from .reference import ON_SEGMENT_END
 
 if TYPE_CHECKING:
@@ -258,8 +259,9 @@ def sweep_states(heights, x, y, eye, options, like, window):
     if has_anti:
         j0, j1, i0, i1 = window
         anti = like.diagonals[j0 : j1 - 1, i0 : i1 - 1].ravel().astype(np.float64)
-    # A cell's tolerance is 2^-40 of its largest |height| or the spacing (grid.py).
-    tol = 2.0**-40 * max(float(np.abs(heights).max()), dx, dy)
+    # The largest cell tolerance (grid.tolerances: TOUCH of a cell's largest |height| or
+    # the spacing).
+    tol = TOUCH * max(float(np.abs(heights).max()), dx, dy)
     grid_eye = np.array(
         [(eye[0] - x[0]) / dx, (eye[1] - y[0]) / dy, eye[2], eye[0], eye[1]], dtype=np.float64
     )

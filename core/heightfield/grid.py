@@ -108,6 +108,9 @@ def _cell_max(heights):
     )
 
 
+TOUCH = 2.0**-40  # a cell's tolerance, as a fraction of its scale (module docstring)
+
+
 def tolerances(heights, spacing):
     """Each cell's touching tolerance, 2^-40 of its largest |corner height| or the spacing
     (module docstring), stored flat at the cell's first vertex's index ``j nx + i`` (as the
@@ -118,7 +121,7 @@ def tolerances(heights, spacing):
         np.maximum(np.abs(h[1:, :-1]), np.abs(h[1:, 1:])),
     )
     tol = np.zeros(h.shape)
-    tol[:-1, :-1] = np.maximum(magnitude, max(spacing)) * 2.0**-40
+    tol[:-1, :-1] = np.maximum(magnitude, max(spacing)) * TOUCH
     tol = tol.ravel()
     tol.setflags(write=False)
     return tol
