@@ -232,15 +232,23 @@ def cache_root() -> str | None:
 
 
 def _kernels_fingerprint() -> str:
-    """A hash of the kernels' sources (every ``*_kernel.py`` and kernel_common.py). numba
-    checks only a function's own file before it reuses a cached kernel, not the helpers it
-    inlines from kernel_common.py or another kernel module: a cache folder per version of
-    all the sources keeps a stale kernel from being loaded."""
+    """A hash of the kernels' sources: kernel_common.py and every module of the folders
+    holding a kernel module (the kernels, the helpers they inline from the modules beside
+    them, the constants they take from the references). numba checks only a function's own
+    file before it reuses a cached kernel, not the files of the helpers it inlines: a cache
+    folder per version of all the sources keeps a stale kernel from being loaded."""
     root = os.path.dirname(os.path.abspath(__file__))
+    folders = sorted({module.split(".")[0] for module in KERNEL_MODULES.values()})
+    sources = ["kernel_common.py"] + [
+        f"{folder}/{name}"
+        for folder in folders
+        for name in sorted(os.listdir(os.path.join(root, folder)))
+        if name.endswith(".py")
+    ]
     digest = hashlib.sha256()
-    for module in sorted(set(KERNEL_MODULES.values())) + ["kernel_common"]:
-        with open(os.path.join(root, *module.split(".")) + ".py", "rb") as source:
-            digest.update(module.encode() + b"\0" + source.read())
+    for source in sources:
+        with open(os.path.join(root, *source.split("/")), "rb") as file:
+            digest.update(source.encode() + b"\0" + file.read())
     return digest.hexdigest()[:16]
 
 
