@@ -37,6 +37,8 @@ touch is a breakpoint extremum as for triangles; normals from the patch's gradie
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..backend import compiled, first_run, kernels
@@ -50,6 +52,25 @@ MAX_BREAKPOINTS = 1 << 20
 
 # raycast_all's compiled records (crossings_kernel.py), one kind for every model.
 CROSSINGS_KERNEL = ("heightfield_crossings", "records", None, False)
+
+
+class CrossingsTerrain(NamedTuple):
+    """A TRIANGLES terrain as crossings_kernel.records reads it, by name."""
+
+    heights: np.ndarray  # flat, row-major
+    tol: np.ndarray  # each cell's tolerance, at its first vertex's index (grid.tolerances)
+    anti_of: np.ndarray  # per cell, 1.0 where split along u + v = 1
+    has_anti: bool  # whether any cell is (else anti_of is one 0.0)
+    nx: int
+    ny: int
+    dx: float
+    dy: float
+    zmin: float
+    zmax: float
+    margin: float  # the heights' range is widened by this (twice the largest tolerance)
+    slack_x: float  # the footprint's slack in x and y (Heightfield._edge_slack)
+    slack_y: float
+    solid: bool
 
 
 def records(field, origin, direction, max_distance):
@@ -71,21 +92,21 @@ def _compiled_crossings(field, rays, direction, limit):
     records bit for bit): a pass counting each ray's records, then one writing them."""
     ny, nx = field.heights.shape
     anti = field._anti
-    terrain = (
-        field._above.flat,
-        field._above.tol,
-        np.zeros(1) if anti is None else anti,
-        anti is not None,
-        nx,
-        ny,
-        float(field.spacing[0]),
-        float(field.spacing[1]),
-        field.zmin,
-        field.zmax,
-        2.0 * float(field._above.tol.max()),
-        float(field._edge_slack[0]),
-        float(field._edge_slack[1]),
-        field.solid,
+    terrain = CrossingsTerrain(
+        heights=field._above.flat,
+        tol=field._above.tol,
+        anti_of=np.zeros(1) if anti is None else anti,
+        has_anti=anti is not None,
+        nx=nx,
+        ny=ny,
+        dx=float(field.spacing[0]),
+        dy=float(field.spacing[1]),
+        zmin=field.zmin,
+        zmax=field.zmax,
+        margin=2.0 * float(field._above.tol.max()),
+        slack_x=float(field._edge_slack[0]),
+        slack_y=float(field._edge_slack[1]),
+        solid=field.solid,
     )
     # Fresh writable copies, whether broadcast or not: one type for the kernel, which
     # compiles once (backend.py).
