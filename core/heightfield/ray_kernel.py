@@ -46,7 +46,6 @@ from ..kernel_common import (
     unit,
 )
 from .ray_arguments import _read_only as _read_only  # cast_kernel.py reads it from here
-from .ray_arguments import arguments as arguments
 from .ray_cells import cell_bilinear, cell_triangles, surface_height
 from .ray_order import (
     AHEAD,
@@ -297,7 +296,7 @@ def _make_trace(bilinear, solid, any_hit):
         )
         cell_test = cell_bilinear if bilinear else cell_triangles
         step = 1 if max_distance.shape[0] == origins.shape[0] else 0
-        prefetching = not any_hit and arguments.nx * arguments.ny >= PREFETCH_MIN_CELLS
+        prefetching = arguments.nx * arguments.ny >= PREFETCH_MIN_CELLS
         bad = 0
         # Rays go in groups of GROUP: each is set up, then all take the hierarchy's skips
         # together (_skip_group), then each walks and finishes.
@@ -309,7 +308,8 @@ def _make_trace(bilinear, solid, any_hit):
                 row = group_start + member
                 ray = state[member]
                 ray.valid = False
-                if prefetching and row + AHEAD < stop:
+                # (any_hit first: numba prunes the prefetch from the segments' walk)
+                if not any_hit and prefetching and row + AHEAD < stop:
                     _prefetch_ray(arguments, placement, origins, directions, row + AHEAD)
                 ox, oy, oz = origins[row, 0], origins[row, 1], origins[row, 2]
                 ex, ey, ez = directions[row, 0], directions[row, 1], directions[row, 2]
