@@ -22,10 +22,12 @@ protocol (core/protocol.py):
   time such a query runs on the numba backend, never at import of ``core``. Each kernel
   compiles on its first call, each query on its own (float64, no fastmath).
 * ``shape.kernel_arguments(query)`` returns the shape's parameters as a tuple (floats, ints,
-  bools, float64 arrays) that the kernel takes first (the terrain's sphere cast gets more:
-  its per-cell extremes). Its element types must not depend on how the shape was made (an
-  int where a float was, a read-only array where a writable one was: each is a new
-  compile), e.g. every array a read-only view (heightfield/ray_kernel.py's ``_read_only``).
+  bools, float64 arrays; a named tuple where the kernel reads many, e.g. the terrain's
+  heightfield/ray_arguments.py's ``RayArguments``) that the kernel takes first (the
+  terrain's sphere cast gets more: its per-cell extremes). Its element types must not
+  depend on how the shape was made (an int where a float was, a read-only array where a
+  writable one was: each is a new compile), e.g. every array a read-only view
+  (heightfield/ray_arguments.py's ``_read_only``).
 * The module defines a function per query it supports, a loop over the rays
   ``range(start, stop)`` that returns how many of them were bad (non-finite input or a zero
   direction; core/queries.py then lets the numpy validation name the first one):
