@@ -24,10 +24,12 @@ protocol (core/protocol.py):
   ``compiled_queries`` says which of them serve its model (a bilinear terrain's raycast_all
   is numpy only).
 * ``shape.kernel_arguments(query)`` returns the shape's parameters as a tuple (floats, ints,
-  bools, float64 arrays) that the kernel takes first (the terrain's sphere cast gets more:
-  its per-cell extremes). Its element types must not depend on how the shape was made (an
-  int where a float was, a read-only array where a writable one was: each is a new
-  compile), e.g. every array a read-only view (heightfield/ray_kernel.py's ``_read_only``).
+  bools, float64 arrays; a named tuple where the kernel reads many, e.g. the terrain's
+  heightfield/ray_arguments.py's ``RayArguments``) that the kernel takes first (the
+  terrain's sphere cast gets more: its per-cell extremes). Its element types must not
+  depend on how the shape was made (an int where a float was, a read-only array where a
+  writable one was: each is a new compile), e.g. every array a read-only view
+  (heightfield/ray_arguments.py's ``_read_only``).
 * The module defines a function per query it supports, a loop over the rays
   ``range(start, stop)`` that returns how many of them were bad (non-finite input or a zero
   direction; core/queries.py then lets the numpy validation name the first one):
@@ -71,7 +73,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
-import glob
 import hashlib
 import importlib
 import os
@@ -252,19 +253,24 @@ def cache_root() -> str | None:
 
 
 def _kernels_fingerprint() -> str:
-    """A hash of the kernels' sources (every ``*_kernel.py``, the modules of helpers too,
-    kernel_common.py and kernel_loops.py). numba checks only a function's own file before
-    it reuses a cached kernel, not the helpers it inlines from another module: a cache
-    folder per version of all the sources keeps a stale kernel from being loaded."""
+    """A hash of the kernels' sources: kernel_common.py, kernel_loops.py and every module of
+    the folders holding a kernel module (the kernels, the helpers they inline from the
+    modules beside them, the constants they take from the references). numba checks only a
+    function's own file before it reuses a cached kernel, not the files of the helpers it
+    inlines: a cache folder per version of all the sources keeps a stale kernel from being
+    loaded."""
     root = os.path.dirname(os.path.abspath(__file__))
+    folders = sorted({module.split(".")[0] for module in KERNEL_MODULES.values()})
+    sources = ["kernel_common.py", "kernel_loops.py"] + [
+        f"{folder}/{name}"
+        for folder in folders
+        for name in sorted(os.listdir(os.path.join(root, folder)))
+        if name.endswith(".py")
+    ]
     digest = hashlib.sha256()
-    paths = sorted(glob.glob(os.path.join(root, "*", "*_kernel.py")))
-    for path in paths + [
-        os.path.join(root, name) for name in ("kernel_common.py", "kernel_loops.py")
-    ]:
-        module = os.path.relpath(path, root)[: -len(".py")].replace(os.sep, ".")
-        with open(path, "rb") as source:
-            digest.update(module.encode() + b"\0" + source.read())
+    for source in sources:
+        with open(os.path.join(root, *source.split("/")), "rb") as file:
+            digest.update(source.encode() + b"\0" + file.read())
     return digest.hexdigest()[:16]
 
 

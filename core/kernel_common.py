@@ -17,7 +17,7 @@ looped over, in kernel_loops.py.
 from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -161,24 +161,38 @@ def rare_helper(function):
     )(function)
 
 
-def _borrowed_intrinsic(typingctx, array_type):
-    """``borrowed(array)``: a view of the array without its owner (no memory info): numba
-    counts the references to an owned array up and down (an atomic operation, which the
-    threads contend for) each time a helper taking it is called, and keeps those counts
-    where the helper has loops; a view without an owner skips them. It stays valid only
-    while the array itself is held by the caller (a kernel's arguments are, for the whole
-    call) and must not outlive it (never returned or stored where the array may go)."""
+def _borrowed_intrinsic(typingctx, value_type):
+    """``borrowed(value)``: ``value`` (an array, or a tuple or named tuple holding arrays, at
+    any depth) with each array a view without its owner (no memory info): numba counts the
+    references to an owned array up and down (an atomic operation, which the threads contend
+    for) each time a helper taking it is called, and keeps those counts where the helper has
+    loops; a view without an owner skips them. It stays valid only while the array itself
+    is held by the caller (a kernel's arguments are, for the whole call) and must not
+    outlive it (never returned or stored where the array may go)."""
 
     def codegen(context, builder, signature, arguments):
-        view = context.make_array(signature.args[0])(context, builder, arguments[0])
+        return _without_owner(context, builder, signature.args[0], arguments[0])
+
+    return value_type(value_type), codegen
+
+
+def _without_owner(context, builder, value_type, value):
+    """The code of ``borrowed`` for a value of ``value_type``."""
+    if isinstance(value_type, types.Array):
+        view = context.make_array(value_type)(context, builder, value)
         view.meminfo = cgutils.get_null_value(view.meminfo.type)
         view.parent = cgutils.get_null_value(view.parent.type)
         return view._getvalue()
+    if isinstance(value_type, types.BaseTuple):
+        members: Any = value_type.types  # type: ignore[attr-defined]  # (not in numba's stubs)
+        for index, member_type in enumerate(members):
+            member = builder.extract_value(value, index)
+            member = _without_owner(context, builder, member_type, member)
+            value = builder.insert_value(value, member, index)
+    return value
 
-    return array_type(array_type), codegen
 
-
-borrowed: Any = intrinsic(_borrowed_intrinsic)  # called as borrowed(array)
+borrowed: Any = intrinsic(_borrowed_intrinsic)  # called as borrowed(value)
 
 
 @rare_helper

@@ -91,7 +91,7 @@ def kinds() -> list[tuple[str, str, bool]]:
         for model in MODELS[:5]:
             listed += [("ray", model, placed), ("line of sight", model, placed)]
             listed.append(("sphere cast", model, placed))
-    # A large terrain's batches are gathered in order first (heightfield.ray_kernel's
+    # A large terrain's batches are gathered in order first (heightfield.ray_order's
     # in_coherent_order): one more kernel per kind of placement.
     for placed in (True, False):
         listed += [("ray", "large terrain", placed), ("sphere cast", "large terrain", placed)]

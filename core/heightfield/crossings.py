@@ -37,6 +37,8 @@ touch is a breakpoint extremum as for triangles; normals from the patch's gradie
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .grid import slab
@@ -46,6 +48,25 @@ from .walk import TINY, Rays
 # Breakpoints per batch: rays are taken in groups whose breakpoints stay below this (a
 # ray over a 1024 x 1024 terrain may cross ~4000 lines).
 MAX_BREAKPOINTS = 1 << 20
+
+
+class CrossingsTerrain(NamedTuple):
+    """A TRIANGLES terrain as crossings_kernel.records reads it, by name."""
+
+    heights: np.ndarray  # flat, row-major
+    tol: np.ndarray  # each cell's tolerance, at its first vertex's index (grid.tolerances)
+    anti_of: np.ndarray  # per cell, 1.0 where split along u + v = 1
+    has_anti: bool  # whether any cell is (else anti_of is one 0.0)
+    nx: int
+    ny: int
+    dx: float
+    dy: float
+    zmin: float
+    zmax: float
+    margin: float  # the heights' range is widened by this (twice the largest tolerance)
+    slack_x: float  # the footprint's slack in x and y (Heightfield._edge_slack)
+    slack_y: float
+    solid: bool
 
 
 def records(field, origin, direction, max_distance, kernel):
@@ -68,21 +89,21 @@ def kernel_arguments(field):
     margin on the height range, the footprint slack in x and y, solid."""
     ny, nx = field.heights.shape
     anti = field._anti
-    return (
-        field._above.flat,
-        field._above.tol,
-        np.zeros(1) if anti is None else anti,
-        anti is not None,
-        nx,
-        ny,
-        float(field.spacing[0]),
-        float(field.spacing[1]),
-        field.zmin,
-        field.zmax,
-        2.0 * float(field._above.tol.max()),
-        float(field._edge_slack[0]),
-        float(field._edge_slack[1]),
-        field.solid,
+    return CrossingsTerrain(
+        heights=field._above.flat,
+        tol=field._above.tol,
+        anti_of=np.zeros(1) if anti is None else anti,
+        has_anti=anti is not None,
+        nx=nx,
+        ny=ny,
+        dx=float(field.spacing[0]),
+        dy=float(field.spacing[1]),
+        zmin=field.zmin,
+        zmax=field.zmax,
+        margin=2.0 * float(field._above.tol.max()),
+        slack_x=float(field._edge_slack[0]),
+        slack_y=float(field._edge_slack[1]),
+        solid=field.solid,
     )
 
 

@@ -54,12 +54,12 @@ def _up_normal(grad_u, grad_v, dx, dy):
 @njit(cache=True, nogil=True, error_model="numpy")
 def records(terrain, rays, limit, out, write):
     """Count (``write`` False) or write the records of every ray; returns the count per
-    ray. ``terrain``: (heights flat, tolerances flat, anti flags, has anti, nx, ny, dx, dy,
-    zmin, zmax, margin, slack x, slack y, solid); ``rays``: (U0, V0, oz, du, dv, dz and the
+    ray. ``terrain``: crossings.CrossingsTerrain; ``rays``: (U0, V0, oz, du, dv, dz and the
     unit world direction x, y, z), arrays of n; ``out``: (ray, distance, normal x, y, z)
     at the offsets of the counts (cumulative)."""
-    heights, tol_of, anti_of, has_anti, nx, ny, dx, dy = terrain[:8]
-    zmin, zmax, margin, slack_x, slack_y, solid = terrain[8:]
+    heights, tol_of, anti_of = terrain.heights, terrain.tol, terrain.anti_of
+    has_anti, nx, ny, solid = terrain.has_anti, terrain.nx, terrain.ny, terrain.solid
+    low, high = terrain.zmin - terrain.margin, terrain.zmax + terrain.margin
     U0s, V0s, ozs, dus, dvs, dzs, wxs, wys, wzs = rays
     out_ray, out_t, out_nx, out_ny, out_nz = out
     n = U0s.shape[0]
@@ -69,83 +69,18 @@ def records(terrain, rays, limit, out, write):
     for r in range(n):
         counts[r] = 0
         U0, V0, oz, du, dv, dz = U0s[r], V0s[r], ozs[r], dus[r], dvs[r], dzs[r]
-        ex, lx = slab(U0, du, 1.0 / du, 0.0, nx - 1.0, slack_x)
-        ey, ly = slab(V0, dv, 1.0 / dv, 0.0, ny - 1.0, slack_y)
+        ex, lx = slab(U0, du, 1.0 / du, 0.0, nx - 1.0, terrain.slack_x)
+        ey, ly = slab(V0, dv, 1.0 / dv, 0.0, ny - 1.0, terrain.slack_y)
         enter, leave = maximum(ex, ey), minimum(lx, ly)
         first = maximum(enter, 0.0)
         last = minimum(leave, limit[r])
         if not first <= last:
             continue
-        ez, lz = slab(oz, dz, 1.0 / dz, zmin - margin, zmax + margin, 0.0)
+        ez, lz = slab(oz, dz, 1.0 / dz, low, high, 0.0)
         lo, hi = maximum(first, ez), minimum(last, lz)
         inner = lo <= hi
         # -- the breakpoints, sorted, exact duplicates dropped -------------------------
-        total = 1 + (1 if last < np.inf else 0) + (2 if inner else 0)
-        lows = np.empty(4)
-        numbers = np.empty(4, dtype=np.int64)
-        for f in range(families):
-            f0, df = _family(f, U0, V0, du, dv)
-            fa, fb = f0 + lo * df, f0 + hi * df
-            lows[f] = np.floor(minimum(fa, fb)) + 1.0
-            numbers[f] = 0
-            if inner and df != 0:
-                numbers[f] = np.int64(maximum(np.ceil(maximum(fa, fb)) - lows[f], 0.0))
-            total += numbers[f]
-        t = np.empty(total)
-        m = 0
-        t[m] = first
-        m += 1
-        if last < np.inf:
-            t[m] = last
-            m += 1
-        if inner:
-            t[m] = lo
-            t[m + 1] = hi
-            m += 2
-        # The points above in order (a stable insertion sort: equal values keep the order
-        # they were listed in, as the reference's stable lexsort keeps them)...
-        for q in range(1, m):
-            value = t[q]
-            p = q
-            while p > 0 and value < t[p - 1]:
-                t[p] = t[p - 1]
-                p -= 1
-            t[p] = value
-        # ... merged with each family's crossings, which come in order along the ray
-        # (offset up where df > 0, down where df < 0; the rounding of (k - f0) / df, then
-        # the clip to [lo, hi], keeps the order): the smallest head first, on a tie the
-        # earlier list (the points above, then family 0, 1, ...), as a stable sort of
-        # all of them listed in that order (np.sort, whose compile would cost more than the merge).
-        merged = np.empty(total)
-        taken = np.empty(4, dtype=np.int64)
-        for f in range(families):
-            taken[f] = 0
-        listed = 0
-        for q in range(total):
-            best = -1
-            best_value = 0.0
-            if listed < m:
-                best_value = t[listed]
-            for f in range(families):
-                if taken[f] < numbers[f]:
-                    f0, df = _family(f, U0, V0, du, dv)
-                    offset = taken[f] if df > 0 else numbers[f] - 1 - taken[f]
-                    value = (lows[f] + offset - f0) / df
-                    value = minimum(maximum(value, lo), hi)
-                    if (best < 0 and listed >= m) or value < best_value:
-                        best = f
-                        best_value = value
-            merged[q] = best_value
-            if best < 0:
-                listed += 1
-            else:
-                taken[best] += 1
-        t = merged
-        kept = 1
-        for q in range(1, total):
-            if t[q] != t[kept - 1]:
-                t[kept] = t[q]
-                kept += 1
+        t, kept = _breakpoints(families, U0, V0, du, dv, first, last, lo, hi, inner)
         # -- g at the breakpoints ------------------------------------------------------
         g = np.empty(kept)
         tol = np.empty(kept)
@@ -224,6 +159,81 @@ def records(terrain, rays, limit, out, write):
 
 
 @helper
+def _breakpoints(families, U0, V0, du, dv, first, last, lo, hi, inner):
+    """The breakpoints of a ray, sorted, exact duplicates dropped: (t, how many). The first
+    and last point over the footprint (last where finite), the ends of the stretch [lo, hi]
+    inside the heights' range (where ``inner``), and there every crossing of a line of the
+    ``families`` (_family)."""
+    total = 1 + (1 if last < np.inf else 0) + (2 if inner else 0)
+    lows = np.empty(4)
+    numbers = np.empty(4, dtype=np.int64)
+    for f in range(families):
+        f0, df = _family(f, U0, V0, du, dv)
+        fa, fb = f0 + lo * df, f0 + hi * df
+        lows[f] = np.floor(minimum(fa, fb)) + 1.0
+        numbers[f] = 0
+        if inner and df != 0:
+            numbers[f] = np.int64(maximum(np.ceil(maximum(fa, fb)) - lows[f], 0.0))
+        total += numbers[f]
+    t = np.empty(total)
+    m = 0
+    t[m] = first
+    m += 1
+    if last < np.inf:
+        t[m] = last
+        m += 1
+    if inner:
+        t[m] = lo
+        t[m + 1] = hi
+        m += 2
+    # The points above in order (a stable insertion sort: equal values keep the order
+    # they were listed in, as the reference's stable lexsort keeps them)...
+    for q in range(1, m):
+        value = t[q]
+        p = q
+        while p > 0 and value < t[p - 1]:
+            t[p] = t[p - 1]
+            p -= 1
+        t[p] = value
+    # ... merged with each family's crossings, which come in order along the ray
+    # (offset up where df > 0, down where df < 0; the rounding of (k - f0) / df, then
+    # the clip to [lo, hi], keeps the order): the smallest head first, on a tie the
+    # earlier list (the points above, then family 0, 1, ...), as a stable sort of
+    # all of them listed in that order (np.sort, whose compile would cost more than the merge).
+    merged = np.empty(total)
+    taken = np.empty(4, dtype=np.int64)
+    for f in range(families):
+        taken[f] = 0
+    listed = 0
+    for q in range(total):
+        best = -1
+        best_value = 0.0
+        if listed < m:
+            best_value = t[listed]
+        for f in range(families):
+            if taken[f] < numbers[f]:
+                f0, df = _family(f, U0, V0, du, dv)
+                offset = taken[f] if df > 0 else numbers[f] - 1 - taken[f]
+                value = (lows[f] + offset - f0) / df
+                value = minimum(maximum(value, lo), hi)
+                if (best < 0 and listed >= m) or value < best_value:
+                    best = f
+                    best_value = value
+        merged[q] = best_value
+        if best < 0:
+            listed += 1
+        else:
+            taken[best] += 1
+    t = merged
+    kept = 1
+    for q in range(1, total):
+        if t[q] != t[kept - 1]:
+            t[kept] = t[q]
+            kept += 1
+    return t, kept
+
+
+@helper
 def _family(f, U0, V0, du, dv):
     """The line family f (U, V, U - V, U + V) as value and rate along the ray."""
     if f == 0:
@@ -239,7 +249,8 @@ def _family(f, U0, V0, du, dv):
 def _piece_normal(terrain, U0, V0, du, dv, ta, tb):
     """The up-facing normal of the triangle under the piece [ta, tb] of the ray, chosen
     and computed as the walk's cell test does (crossings._triangle_gradient)."""
-    heights, _, anti_of, has_anti, nx, ny, dx, dy = terrain[:8]
+    heights, anti_of, has_anti = terrain.heights, terrain.anti_of, terrain.has_anti
+    nx, ny, dx, dy = terrain.nx, terrain.ny, terrain.dx, terrain.dy
     if du == 0:
         du = -TINY if U0 > 0.5 * (nx - 1.0) else TINY
     if dv == 0:

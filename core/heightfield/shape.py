@@ -1,7 +1,8 @@
 """The Heightfield shape: its parameters and the two terrain models; the queries' math is
 in ray.py (with walk.py, surfaces.py, grid.py), cast.py (with cast_walk.py, cast_cells.py)
-and crossings.py (numpy) beside ray_kernel.py, cast_kernel.py (with its _kernel modules) and
-crossings_kernel.py (compiled).
+and crossings.py (numpy) beside ray_kernel.py (its pieces in ray_walk.py, ray_cells.py and
+ray_order.py, its arguments in ray_arguments.py), cast_kernel.py (with its _kernel modules)
+and crossings_kernel.py (compiled).
 
 Two models. ``solid=True``: the solid is everything at or below the surface inside the
 footprint ``[0, nx-1] x [0, ny-1]``, down to -inf; a ray's hit is its first point in it (an
@@ -35,6 +36,7 @@ from ..validate import as_choice, as_pair
 from . import crossings, ray
 from .cast import sphere_cast_terrain
 from .grid import BLOCK, Terrain, _block_reduce, as_diagonals, as_heights, tolerances
+from .ray_arguments import arguments as ray_arguments
 from .surfaces import surface_at, test_bilinear, test_triangles
 
 SURFACES = ("TRIANGLES", "BILINEAR")
@@ -130,13 +132,13 @@ class Heightfield(Unplaced):
 
     def kernel_arguments(self, query: str):
         """The compiled kernels' arguments, built on first use: the ray kernel's
-        (ray_kernel.arguments); a sphere cast's (cast_kernel.cast_arguments) add the cast's
-        extremes, views of arrays held already; raycast_all's (crossings.kernel_arguments)
-        are views too, made on each call."""
+        (ray_arguments.RayArguments); a sphere cast's (cast_kernel.cast_arguments) add the
+        cast's extremes, views of arrays held already; raycast_all's
+        (crossings.kernel_arguments) are views too, made on each call."""
         if query == "raycast_all":
             return crossings.kernel_arguments(self)
         if self._kernel_data is None:
-            self._kernel_data = kernels("heightfield.ray_kernel").arguments(self)
+            self._kernel_data = ray_arguments(self)
         if query != "sphere_cast":
             return self._kernel_data
         if self._kernel_cast_data is None:
