@@ -239,14 +239,16 @@ def _place(counts, union, block):
 
 
 def _count_group(chunks, observers, windows, union, grid, options, threads):
-    """(union rows, union columns) int32: how many of the group's observers see each vertex
-    of the union window (its heights arrive as the nested list of its chunks)."""
+    """(union rows, union columns) uint8 or int32: how many of the group's observers see each
+    vertex of the union window (its heights arrive as the nested list of its chunks)."""
     heights = np.block(chunks) if isinstance(chunks, list) else np.asarray(chunks)
     origin, spacing, surface, solid = grid
     like = Heightfield(np.zeros((2, 2)), spacing=spacing, origin=origin, surface=surface,
                        solid=solid)  # fmt: skip
     checked = Options(**options)
-    counts = np.zeros(heights.shape, dtype=np.int32)
+    # The part's counts in the smallest type holding them (a quarter of int32's memory for
+    # up to 255 observers); _place widens them into the output's int32.
+    counts = np.zeros(heights.shape, dtype=np.uint8 if len(observers) < 256 else np.int32)
     # window -> its Heightfield, built when a line of sight first needs it; only the last
     # window's kept (sorted, an observer's window follows the same window's observers): a
     # window's terrain and its kernel data take several times its heights.
