@@ -20,6 +20,11 @@ from .core.visibility import (
 
 INSTALL_HINT = "geometry_queries.dask needs dask: pip install geometry_queries[dask]"
 
+# Observers share a task only while their union window holds at most this many vertices: a
+# task holds its part's heights (float64) and counts, and one window's terrain at a time, so
+# wide windows (a max_distance of thousands of cells) get a task each.
+GROUP_VERTICES = 1 << 22
+
 
 def _dask_array():
     try:
@@ -122,9 +127,9 @@ def _groups(points, options, model, shape, per_task):
     """[(observers (K, 3), windows, union window)] for the observers that reach the grid,
     sorted along the grid (rows of blocks of ~64 vertices) so a group's union stays small.
     Consecutive observers share a group, up to ``per_task`` of them, while its union holds
-    no more vertices than their windows together: a task never reads or holds more of the
-    grid than its observers' tasks would apart (observers in one band of rows may lie far
-    apart along it)."""
+    no more vertices than their windows together (a task never reads or holds more of the
+    grid than its observers' tasks would apart: observers in one band of rows may lie far
+    apart along it) and no more than GROUP_VERTICES."""
     reach = []
     for observer in points:
         window = reach_window(observer, options.max_distance, model.origin, model.spacing, shape)
@@ -136,7 +141,11 @@ def _groups(points, options, model, shape, per_task):
         if groups:
             observers, windows, union = groups[-1]
             grown = _union(union, window)
-            if len(windows) < per_task and _area(grown) <= sum(map(_area, windows + [window])):
+            if (
+                len(windows) < per_task
+                and _area(grown) <= sum(map(_area, windows + [window]))
+                and _area(grown) <= GROUP_VERTICES
+            ):
                 groups[-1] = (observers + [observer], windows + [window], grown)
                 continue
         groups.append(([observer], [window], window))

@@ -97,6 +97,36 @@ def test_a_task_holds_no_more_than_its_observers_windows():
     )
 
 
+def test_wide_windows_get_a_task_each(monkeypatch):
+    """Close observers whose union window would hold more than GROUP_VERTICES count in
+    tasks of their own, with the same counts."""
+    heights = dem(30, 200)
+    x = ORIGIN[0] + SPACING[0] * np.array([10, 12])
+    y = ORIGIN[1] + SPACING[1] * np.array([15, 16])
+    points = np.stack([x, y, np.full(2, 20.0)], axis=1)
+    terrain = Heightfield(heights, spacing=SPACING, origin=ORIGIN)
+    expected = cumulative_viewshed(terrain, points, max_distance=3.0)
+
+    def parts(lazy):
+        graph = lazy.__dask_graph__()
+        return [key for key in graph if key[0].startswith("gq-viewshed-part-") and len(key) == 2]
+
+    def counted():
+        return gq_dask.cumulative_viewshed(
+            da.from_array(heights, chunks=50), points, spacing=SPACING, origin=ORIGIN,
+            max_distance=3.0, observers_per_task=4,
+        )  # fmt: skip
+
+    assert len(parts(counted())) == 1
+    # The two windows (17 x 13 vertices each) overlap; their union holds 18 x 15 = 270.
+    monkeypatch.setattr("geometry_queries.dask_graph.GROUP_VERTICES", 270)
+    assert len(parts(counted())) == 1
+    monkeypatch.setattr("geometry_queries.dask_graph.GROUP_VERTICES", 269)
+    lazy = counted()
+    assert len(parts(lazy)) == 2
+    np.testing.assert_array_equal(lazy.compute(scheduler="sync"), expected)
+
+
 def test_zarr_dem_on_a_local_cluster(tmp_path):
     zarr = pytest.importorskip("zarr")
     distributed = pytest.importorskip("distributed")
