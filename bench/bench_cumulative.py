@@ -36,12 +36,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
-from demo.addon_from_checkout import LINK_DIR, import_addon  # noqa: E402
+from demo.addon_from_checkout import import_addon  # noqa: E402
 
-import_addon()
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    [LINK_DIR, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-)
+import_addon(subprocesses=True)
 
 import numpy as np  # noqa: E402
 

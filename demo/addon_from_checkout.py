@@ -30,10 +30,16 @@ def temporary_user_resources(prefix: str = "gq-user-") -> str:
     return os.environ["BLENDER_USER_RESOURCES"]
 
 
-def import_addon():
-    """The add-on package from this checkout, imported as ``geometry_queries``."""
+def import_addon(subprocesses=False):
+    """The add-on package from this checkout, imported as ``geometry_queries``; with
+    ``subprocesses``, importable by the processes this one starts too (PYTHONPATH: dask's
+    workers, the tests' fresh interpreters)."""
     if "geometry_queries" not in sys.modules:
         sys.path.insert(0, _link_dir())
+    if subprocesses:
+        paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if LINK_DIR not in paths:
+            os.environ["PYTHONPATH"] = os.pathsep.join([LINK_DIR, *paths])
     import geometry_queries
 
     return geometry_queries

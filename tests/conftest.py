@@ -11,12 +11,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # demo/ and bench/ helpers
 
-from demo.addon_from_checkout import LINK_DIR, import_addon  # noqa: E402
+from demo.addon_from_checkout import import_addon  # noqa: E402
 
-import_addon()
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    [LINK_DIR, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-)
+import_addon(subprocesses=True)
 
 # The repository root is a package (the add-on's __init__.py), which pytest imports under the
 # checkout directory's name; in a checkout named "numba" that would shadow the real numba
