@@ -70,6 +70,8 @@ from .cast_walk_kernel import (
     walk,
 )
 from .grid import BLOCK
+from .ray_arguments import _read_only
+from .ray_order import PREFETCH_MIN_CELLS, _ordered_rays, _prefetch, in_coherent_order
 
 AHEAD = 4  # casts: prefetch_cast looks this far ahead
 
@@ -80,15 +82,15 @@ def cast_arguments(field):
     anti = g.anti
     footprint = (float(g.x0), float(g.y0), float(g.dx), float(g.dy), int(g.nx), int(g.ny))
     heights = (
-        ray_kernels._read_only(g.flat),
-        ray_kernels._read_only(np.zeros(1) if anti is None else anti),
+        _read_only(g.flat),
+        _read_only(np.zeros(1) if anti is None else anti),
         anti is not None,
     )
     bounds = (bool(g.solid), float(g.zmin), float(g.zmax), float(g.scale))
     hierarchy = (
         int(g.nbx),
-        ray_kernels._read_only(extremes_float32(g.block_min, g.block_max), np.float32),
-        ray_kernels._read_only(extremes_float32(g.cell_min, g.cell_max), np.float32),
+        _read_only(extremes_float32(g.block_min, g.block_max), np.float32),
+        _read_only(extremes_float32(g.cell_min, g.cell_max), np.float32),
     )
     return (field.kernel_arguments("raycast"), footprint, heights, bounds, hierarchy)
 
@@ -153,9 +155,9 @@ def prefetch_cast(
         if abs(U) < INF and abs(V) < INF:
             i = np.int64(minimum(maximum(U, 0.0), nx - 2.0))
             j = np.int64(minimum(maximum(V, 0.0), ny - 2.0))
-            ray_kernels._prefetch(flat, j * nx + i)
-            ray_kernels._prefetch(flat, (j + 1) * nx + i)
-            ray_kernels._prefetch(cell_extremes, 2 * (j * (nx - 1) + i) + LOW)
+            _prefetch(flat, j * nx + i)
+            _prefetch(flat, (j + 1) * nx + i)
+            _prefetch(cell_extremes, 2 * (j * (nx - 1) + i) + LOW)
 
 
 @helper
@@ -328,7 +330,7 @@ def _make_cast_rows(solid):
         y1 = y0 + (ny - 1) * dy
         cells = np.empty((CELL_ROWS, FIRST_CELLS))  # the walk's cell list (cast_walk_kernel)
         bad = 0
-        prefetching = nx * ny >= ray_kernels.PREFETCH_MIN_CELLS
+        prefetching = nx * ny >= PREFETCH_MIN_CELLS
         stop = start + ray_rows.shape[0]
         for row in range(start, stop):
             if prefetching and row + AHEAD < stop:
@@ -454,11 +456,11 @@ def sphere_cast(arguments, placement, starts, ends, radius, out, start, stop):
     answers scattered back (as the ray kernel does with its rays)."""
     ray_arguments, footprint, _, _, _ = arguments
     _, _, _, _, nx, ny = footprint
-    if not ray_kernels.in_coherent_order(nx, ny, stop - start):
+    if not in_coherent_order(nx, ny, stop - start):
         return cast_span(arguments, placement, starts, ends, radius, out, start, stop)
     # The ray kernel's gather: starts and ends as its origins and directions, the radii
     # (one, or one per cast) as its limits; the same types, so it compiles once for both.
-    order, starts, ends, radius = ray_kernels._ordered_rays(
+    order, starts, ends, radius = _ordered_rays(
         ray_arguments, placement, starts, ends, radius, start, stop
     )
     count = stop - start

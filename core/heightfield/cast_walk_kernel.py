@@ -20,11 +20,11 @@ cast_cells_kernel.cell_entry takes it.
 import numpy as np
 
 from ..kernel_common import INF, fmax, fmin, helper, maximum, minimum, slab
-from . import ray_kernel as ray_kernels
 from .cast import MARGIN
 from .cast_cells import EARLY
 from .cast_cells_kernel import cell_entry
 from .grid import BLOCK
+from .ray_order import _prefetch
 
 FIRST_CELLS = 64  # the cell list's first room (twice a stretch's need where that is short)
 # Cells of horizontal travel per stretch. The reference walks all casts together in
@@ -234,8 +234,8 @@ def test_stretch(
     for slot in range(live):
         enter, ci, cj = cells[ENTER, slot], cells[CELL_I, slot], cells[CELL_J, slot]
         k = np.int64(cj) * nx + np.int64(ci)
-        ray_kernels._prefetch(flat, k)
-        ray_kernels._prefetch(flat, k + nx)
+        _prefetch(flat, k)
+        _prefetch(flat, k + nx)
         at = slot
         while at > 0 and cells[ENTER, at - 1] > enter:
             cells[ENTER, at] = cells[ENTER, at - 1]

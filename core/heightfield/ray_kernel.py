@@ -46,7 +46,6 @@ from ..kernel_common import (
     to_local,
     unit,
 )
-from .ray_arguments import _read_only as _read_only  # cast_kernel.py reads it from here
 from .ray_cells import cell_bilinear, cell_triangles, surface_height
 from .ray_order import (
     AHEAD,
@@ -56,9 +55,6 @@ from .ray_order import (
     _scatter_hits,
     in_coherent_order,
 )
-from .ray_order import SORT_MIN_CELLS as SORT_MIN_CELLS
-from .ray_order import SORT_MIN_RAYS as SORT_MIN_RAYS
-from .ray_order import _prefetch as _prefetch  # cast_kernel.py reads it from here
 from .ray_walk import pyramid_skip, walk
 from .walk import FINE_SKIPS
 

@@ -434,7 +434,7 @@ def test_terrain_casts_on_a_large_terrain_take_the_coherent_order():
     helper called from Python crashes the process), gathered into that order and scattered
     back; the answers stay the reference's, with one radius and with one per cast (radius-0
     casts among them)."""
-    from geometry_queries.core.heightfield.ray_kernel import SORT_MIN_CELLS, SORT_MIN_RAYS
+    from geometry_queries.core.heightfield.ray_order import SORT_MIN_CELLS, SORT_MIN_RAYS
 
     side = int(np.ceil(np.sqrt(SORT_MIN_CELLS)))
     rng = np.random.default_rng(23)

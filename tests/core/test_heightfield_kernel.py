@@ -116,7 +116,7 @@ def test_terrain_large_enough_to_sort_the_rays(solid):
     y, x = np.mgrid[0:700, 0:800]
     heights = 30 * np.sin(x / 37.0) * np.cos(y / 53.0) + rng.normal(0, 0.3, (700, 800))
     field = Heightfield(heights, (1.0, 1.25), (5.0, -20.0), solid=solid)
-    assert heights.size >= kernels("heightfield.ray_kernel").SORT_MIN_CELLS
+    assert heights.size >= kernels("heightfield.ray_order").SORT_MIN_CELLS
     origins, directions = rays(rng, heights, (1.0, 1.25), (5.0, -20.0), 20_000)
     assert_same(field, origins, directions, rng.uniform(0, 500, len(origins)))
     matrix = np.diag([0.5, 2.0, 1.0, 1.0])

@@ -210,10 +210,11 @@ from geometry_queries.core.backend import kernels, set_cache_dir, use
 set_cache_dir({str(tmp_path)!r})
 with use("numba"):
     module = kernels("heightfield.ray_kernel")
-    side = int(np.ceil(np.sqrt(module.SORT_MIN_CELLS)))
+    order = kernels("heightfield.ray_order")
+    side = int(np.ceil(np.sqrt(order.SORT_MIN_CELLS)))
     x = np.linspace(0, 40, side)
     field = Heightfield(np.sin(x)[None, :] * np.cos(x)[:, None])
-    many = 4 * module.SORT_MIN_RAYS
+    many = 4 * order.SORT_MIN_RAYS
     rng = np.random.default_rng(1)
     origins = np.column_stack([rng.uniform(0, side - 1, (many, 2)), np.full(many, 5.0)])
     directions = np.column_stack([rng.normal(0, 0.3, (many, 2)), -np.ones(many)])
@@ -221,7 +222,7 @@ with use("numba"):
     occluded(field, origins, origins + 10 * directions)
     raycast(field, origins[:10], directions[:10])
     compiled = {{key: len(walk.signatures) for key, walk in module._TRACES.items()}}
-    print(hits.hit.sum(), len(module._ordered_rays.signatures), compiled)
+    print(hits.hit.sum(), len(order._ordered_rays.signatures), compiled)
 """
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=os.path.join(root, "build", "addon-from-checkout"))
