@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from numba import njit
 
 from geometry_queries.core import Heightfield, occluded
 from geometry_queries.core.backend import use
+from geometry_queries.core.heightfield.viewshed_kernel import float32_down, float32_up
 from geometry_queries.core.visibility import Options, sweep_states, viewshed
 
 visibility = importlib.import_module("geometry_queries.core.visibility")
@@ -175,3 +177,30 @@ def test_eye_below_the_surface(solid):
     with use("numba"):
         got = viewshed(terrain, observer, observer_height=0.2)
     np.testing.assert_array_equal(got, defined_viewshed(terrain, observer, oh=0.2))
+
+
+@njit
+def _rounded_outwards(values):
+    """float32_up and float32_down of each value, as the sweep's kernels call them."""
+    up = np.empty(values.size, np.float32)
+    down = np.empty(values.size, np.float32)
+    for k in range(values.size):
+        up[k] = float32_up(values[k])
+        down[k] = float32_down(values[k])
+    return up, down
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=20))
+def test_sector_tables_round_outwards_and_stay_tight(values):
+    """The tables' float32 bounds (float32_up, float32_down) against float64 comparisons: up
+    at or above x and down at or below it, across float32's normal, subnormal and overflowing
+    ranges; within 2^-22 of x, or two float32 steps below float32's normal range."""
+    values = np.array(values + [0.0, 1e-40, -1e-44, 3.0e38, 1e39, -1e39, 1.0, 100.5])
+    up, down = _rounded_outwards(values)
+    with np.errstate(over="ignore"):
+        for x, u, d in zip(values.tolist(), up, down):
+            assert float(u) >= x and float(d) <= x, (x, u, d)
+            if abs(x) < 3.0e38:
+                slack = max(abs(x) * 2.0**-22, 2 * 2.0**-149)
+                assert float(u) - x <= slack and x - float(d) <= slack, (x, u, d)
