@@ -141,11 +141,8 @@ def _groups(points, options, model, shape, per_task):
         if groups:
             observers, windows, union = groups[-1]
             grown = _union(union, window)
-            if (
-                len(windows) < per_task
-                and _area(grown) <= sum(map(_area, windows + [window]))
-                and _area(grown) <= GROUP_VERTICES
-            ):
+            apart = sum(map(_area, windows + [window]))
+            if len(windows) < per_task and _area(grown) <= min(apart, GROUP_VERTICES):
                 groups[-1] = (observers + [observer], windows + [window], grown)
                 continue
         groups.append(([observer], [window], window))
