@@ -191,24 +191,34 @@ def _graph(da, heights, groups, options, model, split_every, threads):
             int(column_bounds[bi]),
             int(column_bounds[bi + 1]),
         )
-        leaves = []
-        for g, (_, _, union) in enumerate(groups):
-            if _overlap(union, block) is not None:
-                key = (f"{part_name}-place", g, bj, bi)
-                layer[key] = (_place, (part_name, g), union, block)
-                leaves.append(key)
-        layer[(name, bj, bi)] = _reduce(layer, name, (bj, bi), leaves, block, split_every)
+        parts = [
+            ((part_name, g), union)
+            for g, (_, _, union) in enumerate(groups)
+            if _overlap(union, block) is not None
+        ]
+        layer[(name, bj, bi)] = _reduce(layer, name, (bj, bi), parts, block, split_every)
     graph = HighLevelGraph.from_collections(name, layer, dependencies=reads)
     meta = np.empty((0, 0), dtype=np.int32)
     return da.Array(graph, name, chunks=heights.chunks, dtype=np.int32, meta=meta)
 
 
-def _reduce(layer, name, index, leaves, block, split_every):
-    """The task for one output chunk: the sum of ``leaves``, ``split_every`` at a time."""
+def _reduce(layer, name, index, parts, block, split_every):
+    """The task for one output chunk: the sum of the ``parts`` ((key, union window) pairs)
+    overlapping it, ``split_every`` at a time: the first level adds the parts' slices into
+    chunk-shaped int32 arrays (each part is read whole by its sums, never copied per chunk),
+    the levels above add those."""
     shape = (block[1] - block[0], block[3] - block[2])
-    if not leaves:
+    if not parts:
         return (np.zeros, shape, np.int32)
-    level = 0
+    if len(parts) <= split_every:
+        return (_add_parts, [key for key, _ in parts], [union for _, union in parts], block)
+    leaves = []
+    for start in range(0, len(parts), split_every):
+        some = parts[start : start + split_every]
+        key = (f"{name}-sum-0", *index, start // split_every)
+        layer[key] = (_add_parts, [k for k, _ in some], [union for _, union in some], block)
+        leaves.append(key)
+    level = 1
     while len(leaves) > split_every:
         grouped = []
         for start in range(0, len(leaves), split_every):
@@ -234,13 +244,15 @@ def _sum(parts):
     return total
 
 
-def _place(counts, union, block):
-    """The block's share of a part's counts, as a block-shaped int32 array."""
+def _add_parts(parts, unions, block):
+    """The block's int32 counts: the sum of each part's slice over it (a part covers its
+    union window)."""
     out = np.zeros((block[1] - block[0], block[3] - block[2]), dtype=np.int32)
-    j0, j1, i0, i1 = _overlap(union, block)
-    out[j0 - block[0] : j1 - block[0], i0 - block[2] : i1 - block[2]] = counts[
-        j0 - union[0] : j1 - union[0], i0 - union[2] : i1 - union[2]
-    ]
+    for counts, union in zip(parts, unions):
+        j0, j1, i0, i1 = _overlap(union, block)
+        out[j0 - block[0] : j1 - block[0], i0 - block[2] : i1 - block[2]] += counts[
+            j0 - union[0] : j1 - union[0], i0 - union[2] : i1 - union[2]
+        ]
     return out
 
 
@@ -253,7 +265,7 @@ def _count_group(chunks, observers, windows, union, grid, options, threads):
                        solid=solid)  # fmt: skip
     checked = Options(**options)
     # The part's counts in the smallest type holding them (a quarter of int32's memory for
-    # up to 255 observers); _place widens them into the output's int32.
+    # up to 255 observers); _add_parts widens them into the output's int32.
     counts = np.zeros(heights.shape, dtype=np.uint8 if len(observers) < 256 else np.int32)
     # window -> its Heightfield, built when a line of sight first needs it; only the last
     # window's kept (sorted, an observer's window follows the same window's observers): a

@@ -206,7 +206,7 @@ def rss_of(pids):
 
 def _managed(dask_worker):
     """(bytes, {kind: bytes}): the task results the worker holds, by kind of task (the
-    key's name without its token: DEM chunks, counted parts, placed blocks, sums)."""
+    key's name without its token: DEM chunks, counted parts, sums)."""
     by_kind: dict = {}
     for task in dask_worker.state.tasks.values():
         if task.state == "memory" and task.nbytes:
