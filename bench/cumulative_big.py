@@ -46,7 +46,7 @@ import_addon(subprocesses=True)
 
 import numpy as np  # noqa: E402
 
-from geometry_queries.core import Heightfield, cumulative_viewshed  # noqa: E402
+from geometry_queries.core import Heightfield, cumulative_viewshed, occluded  # noqa: E402
 from geometry_queries.core.backend import threads, use  # noqa: E402
 from geometry_queries.core.visibility import reach_window, vertex_coordinates  # noqa: E402
 
@@ -217,10 +217,12 @@ def _managed(dask_worker):
 
 
 def _warm_up():
-    """Loads the compiled viewshed kernel in a worker (from numba's cache)."""
+    """Loads, in a worker, the kernels a counting task runs (from numba's cache): the sweep
+    and the exact line of sight for what it leaves undecided."""
     terrain = Heightfield(np.random.default_rng(0).random((64, 64)), spacing=SPACING)
     with use("numba"):
         cumulative_viewshed(terrain, [(300.0, 300.0, 2.0)])
+        occluded(terrain, (300.0, 300.0, 2.0), (1500.0, 1500.0, 0.0))
     return os.getpid()
 
 
