@@ -11,7 +11,8 @@ The graph. Observers are sorted along the grid and split into groups of at most
 ``observers_per_task``, a group closed early where its union would hold more vertices than
 its observers' windows together; one task per group reads the part of the DEM its observers
 reach (the union of their reach windows, core.visibility.reach_window: the whole DEM when
-``max_distance`` is infinite), never the rest, and counts on it with the compiled kernels.
+``max_distance`` is infinite), never the rest, and counts on it with the compiled kernels;
+groups whose observers all reach one window share a task that builds its terrain once.
 Each output chunk then sums the parts that overlap it, ``split_every`` at a time (a tree
 reduction), so no task ever holds the whole grid unless an observer reaches all of it.
 

@@ -9,12 +9,14 @@ import threading
 import numpy as np
 
 from .core import Heightfield
+from .core.backend import backend
 from .core.visibility import (
     EARTH_RADIUS,
     REFRACTION,
     Options,
     as_observers,
     reach_window,
+    window_terrain,
     window_visibility,
 )
 
@@ -149,6 +151,21 @@ def _groups(points, options, model, shape, per_task):
     return [(np.array(observers), windows, union) for observers, windows, union in groups]
 
 
+def _shared_windows(groups, options):
+    """The windows whose terrain one task builds for several groups: each the window of
+    every observer in two or more groups (the whole grid, where max_distance reaches it),
+    at most GROUP_VERTICES, without curvature (which lowers each observer's terrain its own
+    way). A group's task then reads that terrain, its kernel data built, instead of the
+    window's heights; building it costs about as much as a few lines-of-sight batches."""
+    if options.curvature:
+        return set()
+    counts: dict = {}
+    for _, windows, union in groups:
+        if all(window == union for window in windows) and _area(union) <= GROUP_VERTICES:
+            counts[union] = counts.get(union, 0) + 1
+    return {window for window, count in counts.items() if count > 1}
+
+
 def _union(a, b):
     """The smallest (j0, j1, i0, i1) range holding both."""
     return min(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), max(a[3], b[3])
@@ -165,16 +182,25 @@ def _graph(da, heights, groups, options, model, split_every, threads):
     token = tokenize(heights, [g[0] for g in groups], vars(options), repr(model), split_every)
     part_name = f"gq-viewshed-part-{token}"
     name = f"gq-cumulative-viewshed-{token}"
+    terrain_name = f"gq-viewshed-terrain-{token}"
     layer: dict = {}
     reads = []
     grid = (model.origin, model.spacing, model.surface, model.solid)
+
+    def read(window):
+        j0, j1, i0, i1 = window
+        part = heights[j0:j1, i0:i1]
+        reads.append(part)
+        return part.__dask_keys__()
+
+    shared = _shared_windows(groups, options)
+    for window in shared:
+        layer[(terrain_name, *window)] = (_window_terrain, read(window), window, grid)
     for g, (observers, windows, union) in enumerate(groups):
-        j0, j1, i0, i1 = union
-        read = heights[j0:j1, i0:i1]
-        reads.append(read)
+        source = (terrain_name, *union) if union in shared else read(union)
         layer[(part_name, g)] = (
             _count_group,
-            read.__dask_keys__(),
+            source,
             observers,
             windows,
             union,
@@ -256,21 +282,47 @@ def _add_parts(parts, unions, block):
     return out
 
 
-def _count_group(chunks, observers, windows, union, grid, options, threads):
-    """(union rows, union columns) uint8 or int32: how many of the group's observers see each
-    vertex of the union window (its heights arrive as the nested list of its chunks)."""
-    heights = np.block(chunks) if isinstance(chunks, list) else np.asarray(chunks)
+def _window_terrain(chunks, window, grid):
+    """The window's Heightfield (its heights arrive as the nested list of its chunks), with
+    what lines of sight on it need built: its hierarchy, and the kernel's arguments where
+    the compiled kernels answer."""
+    terrain = window_terrain(_heights(chunks), grid[0], grid[1], window, _like(grid))
+    _ = terrain.hierarchy
+    if backend() == "numba":
+        terrain.kernel_arguments("occluded")
+    return terrain
+
+
+def _heights(chunks):
+    return np.block(chunks) if isinstance(chunks, list) else np.asarray(chunks)
+
+
+def _like(grid):
+    """A Heightfield with the grid's model (window_visibility's ``like``)."""
     origin, spacing, surface, solid = grid
-    like = Heightfield(np.zeros((2, 2)), spacing=spacing, origin=origin, surface=surface,
+    return Heightfield(np.zeros((2, 2)), spacing=spacing, origin=origin, surface=surface,
                        solid=solid)  # fmt: skip
-    checked = Options(**options)
-    # The part's counts in the smallest type holding them (a quarter of int32's memory for
-    # up to 255 observers); _add_parts widens them into the output's int32.
-    counts = np.zeros(heights.shape, dtype=np.uint8 if len(observers) < 256 else np.int32)
+
+
+def _count_group(source, observers, windows, union, grid, options, threads):
+    """(union rows, union columns) uint8 or int32: how many of the group's observers see each
+    vertex of the union window. ``source``: the union's heights as the nested list of its
+    chunks, or its Heightfield (a shared window's, _shared_windows)."""
     # window -> its Heightfield, built when a line of sight first needs it; only the last
     # window's kept (sorted, an observer's window follows the same window's observers): a
     # window's terrain and its kernel data take several times its heights.
     terrains: dict = {}
+    if isinstance(source, Heightfield):
+        terrains[union] = source
+        heights = source.heights
+    else:
+        heights = _heights(source)
+    origin, spacing = grid[:2]
+    like = _like(grid)
+    checked = Options(**options)
+    # The part's counts in the smallest type holding them (a quarter of int32's memory for
+    # up to 255 observers); _add_parts widens them into the output's int32.
+    counts = np.zeros(heights.shape, dtype=np.uint8 if len(observers) < 256 else np.int32)
     with _kernel_threads(threads):
         for observer, window in zip(observers, windows):
             j0, j1, i0, i1 = window

@@ -101,6 +101,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.heightfield.shape import distinct_nbytes
+
 
 def hierarchy_bytes(n: int) -> int:
     """One max hierarchy of an n x n grid terrain: the cells level and the levels of blocks
@@ -230,17 +232,6 @@ class Fingerprint:
         if not len(triangle_faces):
             return True
         return int(np.bincount(triangle_faces).max()) <= 2
-
-
-def distinct_nbytes(arrays) -> int:
-    """Bytes of the buffers behind ``arrays``, each counted once (views share their base's)."""
-    owners = {}
-    for array in arrays:
-        owner = array
-        while isinstance(owner.base, np.ndarray):
-            owner = owner.base
-        owners[id(owner)] = owner.nbytes
-    return sum(owners.values())
 
 
 @dataclass

@@ -42,6 +42,17 @@ from .surfaces import surface_at, test_bilinear, test_triangles
 SURFACES = ("TRIANGLES", "BILINEAR")
 
 
+def distinct_nbytes(arrays) -> int:
+    """Bytes of the buffers behind ``arrays``, each counted once (views share their base's)."""
+    owners = {}
+    for array in arrays:
+        owner = array
+        while isinstance(owner.base, np.ndarray):
+            owner = owner.base
+        owners[id(owner)] = owner.nbytes
+    return sum(owners.values())
+
+
 class Heightfield(Unplaced):
     """A terrain over a displaced regular grid (see the module docstring): the solid
     column under the surface, or with ``solid=False`` the surface alone.
@@ -195,6 +206,11 @@ class Heightfield(Unplaced):
             folded = self._last_fold[1]
             arrays += getattr(folded, "shape", folded).held_arrays()
         return [array for array in arrays if isinstance(array, np.ndarray)]
+
+    def __sizeof__(self) -> int:
+        """Bytes held, its arrays' included (what sys.getsizeof and dask's memory accounting
+        read)."""
+        return object.__sizeof__(self) + distinct_nbytes(self.held_arrays())
 
     @property
     def _mirror(self):

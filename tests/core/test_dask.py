@@ -127,6 +127,31 @@ def test_wide_windows_get_a_task_each(monkeypatch):
     np.testing.assert_array_equal(lazy.compute(scheduler="sync"), expected)
 
 
+def test_groups_reaching_the_same_window_share_its_terrain():
+    """Groups whose observers all reach the whole grid read one task's terrain, built once;
+    with curvature (a terrain per observer) or windows of their own, none is shared. The
+    counts are core's either way."""
+    heights = dem()
+    points = observers(heights, 7)
+    terrain = Heightfield(heights, spacing=SPACING, origin=ORIGIN)
+
+    def counted(**options):
+        lazy = gq_dask.cumulative_viewshed(
+            da.from_array(heights, chunks=CHUNKS), points, spacing=SPACING, origin=ORIGIN,
+            observers_per_task=2, **options,
+        )  # fmt: skip
+        graph = dict(lazy.__dask_graph__())
+        shared = [key for key in graph if key[0].startswith("gq-viewshed-terrain-")]
+        parts = [key for key in graph if key[0].startswith("gq-viewshed-part-")]
+        expected = cumulative_viewshed(terrain, points, **options)
+        np.testing.assert_array_equal(lazy.compute(scheduler="threads"), expected)
+        return len(shared), len(parts)
+
+    assert counted() == (1, 4)
+    assert counted(earth_curvature=True, earth_radius=500.0) == (0, 4)
+    assert counted(max_distance=4.0)[0] == 0
+
+
 def test_zarr_dem_on_a_local_cluster(tmp_path):
     zarr = pytest.importorskip("zarr")
     distributed = pytest.importorskip("distributed")

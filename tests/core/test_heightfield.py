@@ -9,6 +9,7 @@ ray whose answer hangs on round-off is known as ambiguous (random rays) while th
 cases use the closed solid (grown) and must hit.
 """
 
+import sys
 import zlib
 
 import numpy as np
@@ -629,10 +630,13 @@ def test_held_arrays_follow_what_a_terrain_builds_and_may_be_frozen():
 
     built = held()
     assert {id(field.heights), id(field.diagonals)} <= built
+    size = sys.getsizeof(field)  # what dask's memory accounting reads
+    assert size >= field.heights.nbytes + field.diagonals.nbytes
     from_above = raycast(field, *above)
     block_max, reach, inner_reach = field.hierarchy
     levels = {id(block_max)} | {id(nodes) for _, nodes, _ in (*reach, *inner_reach)}
     assert built < held() and levels <= held()
+    assert sys.getsizeof(field) >= size + block_max.nbytes
     assert held() == held()  # only what it holds, nothing built by asking
     queried_from_above = held()
     from_below = raycast(field, *below)
