@@ -138,24 +138,25 @@ DASK_ROUNDS = 3
 
 
 def dask_times(heights, spacing, observers, expected, rounds=DASK_ROUNDS):
-    """[(seconds on 1 worker, seconds on 2 workers)], one pair per round: geometry_queries.dask
-    on LocalClusters of single-threaded worker processes, each warmed up (kernels loaded in
-    every worker), the two sizes back to back in each round (this machine's speed drifts
-    from one minute to the next); the counts checked against core's."""
+    """[{workers: (wall seconds, seconds the tasks computed)}], one per round:
+    geometry_queries.dask on LocalClusters of single-threaded worker processes, each warmed
+    up (kernels loaded in every worker), the two sizes back to back in each round (this
+    machine's speed drifts from one minute to the next); the counts checked against core's.
+    The tasks' compute time is dask.distributed's task stream's."""
     import dask.array as da
 
     chunked = da.from_array(heights, chunks=256)
-    pairs = []
-    for _ in range(rounds):
-        pair = tuple(
-            _dask_seconds(chunked, workers, spacing, observers, expected) for workers in (1, 2)
-        )
-        pairs.append(pair)
-    return pairs
+    return [
+        {
+            workers: _dask_seconds(chunked, workers, spacing, observers, expected)
+            for workers in (1, 2)
+        }
+        for _ in range(rounds)
+    ]
 
 
 def _dask_seconds(chunked, workers, spacing, observers, expected):
-    from distributed import Client, LocalCluster
+    from distributed import Client, LocalCluster, get_task_stream
 
     from geometry_queries.dask import cumulative_viewshed as dask_cumulative
 
@@ -170,11 +171,18 @@ def _dask_seconds(chunked, workers, spacing, observers, expected):
             chunked, observers, spacing=spacing, origin=(0.0, 0.0),
             observer_height=OBSERVER_HEIGHT, observers_per_task=4,
         )  # fmt: skip
-        start = time.perf_counter()
-        counts = lazy.compute()
-        seconds = time.perf_counter() - start
+        with get_task_stream(client) as stream:
+            start = time.perf_counter()
+            counts = lazy.compute()
+            seconds = time.perf_counter() - start
     assert np.array_equal(counts, expected), "dask differs from core"
-    return seconds
+    computing = sum(
+        part["stop"] - part["start"]
+        for task in stream.data
+        for part in task["startstops"]
+        if part["action"] == "compute"
+    )
+    return seconds, computing
 
 
 def _warm_up():
@@ -257,16 +265,26 @@ def main():
     if arguments.dask_observers != arguments.dem_observers:
         observers = observers_on(heights, spacing, arguments.dask_observers, seed=2)[0]
         counts = cumulative_viewshed(terrain, observers, observer_height=OBSERVER_HEIGHT)
-    pairs = dask_times(heights, spacing, observers, counts)
-    ones, twos = zip(*pairs)
-    ratios = [one / two for one, two in pairs]
+    rounds = dask_times(heights, spacing, observers, counts)
+    ones = [times[1][0] for times in rounds]
+    twos = [times[2][0] for times in rounds]
+    ratios = [one / two for one, two in zip(ones, twos)]
     median = float(np.median(ratios))
     met = "met" if median >= 1.7 else "NOT met"
-    print(f"  dask, DEM, {len(observers)} observers, 256x256 chunks, {len(pairs)} rounds of 1 "
-          f"then 2 workers: 1 worker {' / '.join(f'{t:.2f}' for t in ones)} s, 2 workers "
-          f"{' / '.join(f'{t:.2f}' for t in twos)} s; speed-up "
-          f"{' / '.join(f'{r:.2f}' for r in ratios)}x, median {median:.2f}x (target >= 1.7x: "
-          f"{met}); same counts as core")  # fmt: skip
+    # The speed-up is 2 x busy / slower: how much of the two workers' time went into tasks,
+    # and how much longer the same tasks computed on two workers than on one.
+    busy = [times[2][1] / (2 * times[2][0]) for times in rounds]
+    slower = [times[2][1] / times[1][1] for times in rounds]
+    print(f"  dask, DEM, {len(observers)} observers, 256x256 chunks, {len(rounds)} rounds of 1 "
+          f"then 2 workers: 1 worker {_each(ones, '.2f')} s, 2 workers {_each(twos, '.2f')} s; "
+          f"speed-up {_each(ratios, '.2f')}x, median {median:.2f}x (target >= 1.7x: {met}); "
+          f"on 2 workers the tasks computed {_each(slower, '.2f')}x as long as on 1, and took "
+          f"{_each([100 * b for b in busy], '.0f')} % of the workers' time; same counts as "
+          "core")  # fmt: skip
+
+
+def _each(values, spec):
+    return " / ".join(format(value, spec) for value in values)
 
 
 if __name__ == "__main__":
