@@ -152,11 +152,12 @@ def _groups(points, options, model, shape, per_task):
 
 
 def _shared_windows(groups, options):
-    """The windows whose terrain one task builds for several groups: each the window of
-    every observer in two or more groups (the whole grid, where max_distance reaches it),
-    at most GROUP_VERTICES, without curvature (which lowers each observer's terrain its own
-    way). A group's task then reads that terrain, its kernel data built, instead of the
-    window's heights; building it costs about as much as a few lines-of-sight batches."""
+    """The union windows whose terrain one task builds for the groups counting on them: a
+    window two or more groups share, every observer of theirs reaching exactly it (the
+    whole grid, where max_distance reaches that far), of at most GROUP_VERTICES vertices;
+    none with curvature (which lowers each observer's terrain its own way). Those groups'
+    tasks read the built terrain (hierarchy and kernel arguments included) instead of the
+    window's heights: building it costs about what counting one observer does."""
     if options.curvature:
         return set()
     counts: dict = {}
