@@ -271,8 +271,9 @@ def main():
     ratios = [one / two for one, two in zip(ones, twos)]
     median = float(np.median(ratios))
     met = "met" if median >= 1.7 else "NOT met"
-    # The speed-up is 2 x busy / slower: how much of the two workers' time went into tasks,
-    # and how much longer the same tasks computed on two workers than on one.
+    # With busy the share of the workers' time in tasks and slower how much longer the same
+    # tasks computed on two workers than on one, the speed-up is 2 x (busy on two / busy on
+    # one) / slower: T1 = C1 / busy1, T2 = C2 / (2 busy2).
     busy = [times[2][1] / (2 * times[2][0]) for times in rounds]
     slower = [times[2][1] / times[1][1] for times in rounds]
     print(f"  dask, DEM, {len(observers)} observers, 256x256 chunks, {len(rounds)} rounds of 1 "
