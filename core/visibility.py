@@ -260,8 +260,8 @@ def sweep_states(heights, x, y, eye, options, like, window):
         j0, j1, i0, i1 = window
         anti = like.diagonals[j0 : j1 - 1, i0 : i1 - 1].ravel().astype(np.float64)
     # The largest cell tolerance (grid.tolerances: TOUCH of a cell's largest |height| or
-    # the spacing).
-    tol = TOUCH * max(float(np.abs(heights).max()), dx, dy)
+    # the spacing); max |h| as max(max h, -min h): no grid-sized temporary per observer.
+    tol = TOUCH * max(float(heights.max()), -float(heights.min()), dx, dy)
     grid_eye = np.array(
         [(eye[0] - x[0]) / dx, (eye[1] - y[0]) / dy, eye[2], eye[0], eye[1]], dtype=np.float64
     )
