@@ -9,12 +9,14 @@ the extra ``dask`` (``pip install geometry_queries[dask]``).
 
 The graph. Observers are sorted along the grid and split into groups of at most
 ``observers_per_task``, a group closed early where its union would hold more vertices than
-its observers' windows together; one task per group reads the part of the DEM its observers
-reach (the union of their reach windows, core.visibility.reach_window: the whole DEM when
-``max_distance`` is infinite), never the rest, and counts on it with the compiled kernels;
-groups whose observers all reach one window share a task that builds its terrain once.
-Each output chunk then sums the parts that overlap it, ``split_every`` at a time (a tree
-reduction), so no task ever holds the whole grid unless an observer reaches all of it.
+its observers' windows together, the last few observers one per task (short tasks last);
+one task per group reads the part of the DEM its observers reach (the union of their reach
+windows, core.visibility.reach_window: the whole DEM when ``max_distance`` is infinite),
+never the rest, and counts on it with the compiled kernels; groups whose observers all
+reach one window share a task that builds its terrain once, and their parts are summed as
+whole windows. Each output chunk then sums the parts (or window sums) that overlap it,
+``split_every`` at a time (a tree reduction), so no task ever holds the whole grid unless
+an observer reaches all of it.
 
 Exactness. A task cuts each observer's own reach window out of its part and asks the same
 question core.cumulative_viewshed asks on the same window (core.visibility's

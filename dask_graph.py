@@ -26,6 +26,10 @@ INSTALL_HINT = "geometry_queries.dask needs dask: pip install geometry_queries[d
 # task holds its part's heights (float64) and counts, and one window's terrain at a time, so
 # wide windows (a max_distance of thousands of cells) get a task each.
 GROUP_VERTICES = 1 << 22
+# The last ALONE_AT_END * observers_per_task observers (in the groups' order, which dask's
+# ordering mostly keeps) count one per task: the tasks handed out last are short, so workers
+# run out of work about one observer apart, not a whole group apart.
+ALONE_AT_END = 2
 
 
 def _dask_array():
@@ -131,7 +135,8 @@ def _groups(points, options, model, shape, per_task):
     Consecutive observers share a group, up to ``per_task`` of them, while its union holds
     no more vertices than their windows together (a task never reads or holds more of the
     grid than its observers' tasks would apart: observers in one band of rows may lie far
-    apart along it) and no more than GROUP_VERTICES."""
+    apart along it) and no more than GROUP_VERTICES; the last ALONE_AT_END * per_task
+    observers alone."""
     reach = []
     for observer in points:
         window = reach_window(observer, options.max_distance, model.origin, model.spacing, shape)
@@ -139,8 +144,9 @@ def _groups(points, options, model, shape, per_task):
             reach.append((observer, window))
     reach.sort(key=lambda item: (item[1][0] // 64, item[1][2] // 64, item[1]))
     groups: list = []
-    for observer, window in reach:
-        if groups:
+    tail = len(reach) - ALONE_AT_END * per_task
+    for k, (observer, window) in enumerate(reach):
+        if groups and k < tail:
             observers, windows, union = groups[-1]
             grown = _union(union, window)
             apart = sum(map(_area, windows + [window]))
@@ -209,6 +215,16 @@ def _graph(da, heights, groups, options, model, split_every, threads):
             vars(options).copy(),
             threads,
         )
+    # Parts of one window (groups reaching the same window, as a shared terrain's) are summed
+    # as whole windows first: a task per split_every parts instead of one per chunk.
+    by_window: dict = {}
+    for g, (observers, _, union) in enumerate(groups):
+        by_window.setdefault(union, []).append(((part_name, g), len(observers)))
+    parts = [
+        (key, union)
+        for union, members in by_window.items()
+        for key in _window_sums(layer, f"{name}-window", union, members, split_every)
+    ]
     row_bounds = np.cumsum((0,) + heights.chunks[0])
     column_bounds = np.cumsum((0,) + heights.chunks[1])
     for bj, bi in itertools.product(range(len(heights.chunks[0])), range(len(heights.chunks[1]))):
@@ -218,15 +234,45 @@ def _graph(da, heights, groups, options, model, split_every, threads):
             int(column_bounds[bi]),
             int(column_bounds[bi + 1]),
         )
-        parts = [
-            ((part_name, g), union)
-            for g, (_, _, union) in enumerate(groups)
-            if _overlap(union, block) is not None
-        ]
-        layer[(name, bj, bi)] = _reduce(layer, name, (bj, bi), parts, block, split_every)
+        overlapping = [(key, union) for key, union in parts if _overlap(union, block) is not None]
+        layer[(name, bj, bi)] = _reduce(layer, name, (bj, bi), overlapping, block, split_every)
     graph = HighLevelGraph.from_collections(name, layer, dependencies=reads)
     meta = np.empty((0, 0), dtype=np.int32)
     return da.Array(graph, name, chunks=heights.chunks, dtype=np.int32, meta=meta)
+
+
+def _window_sums(layer, name, window, members, split_every):
+    """Keys of at most ``split_every`` arrays over ``window`` that together hold the counts
+    of ``members`` ((part key, observers) pairs, parts over that window): sums of
+    ``split_every`` parts at a time, level by level, each in the smallest type holding its
+    observers' count; the members themselves where there are few or the window is wide (a
+    sum holds its window whole)."""
+    level = 0
+    while len(members) > split_every and _area(window) <= GROUP_VERTICES:
+        summed = []
+        for start in range(0, len(members), split_every):
+            some = members[start : start + split_every]
+            observers = sum(count for _, count in some)
+            key = (name, *window, level, start // split_every)
+            layer[key] = (_sum_window, [k for k, _ in some], _count_type(observers))
+            summed.append((key, observers))
+        members = summed
+        level += 1
+    return [key for key, _ in members]
+
+
+def _count_type(observers):
+    """The smallest unsigned type holding counts up to ``observers``, int32 beyond 65535."""
+    if observers < 256:
+        return np.uint8
+    return np.uint16 if observers < 65536 else np.int32
+
+
+def _sum_window(parts, dtype):
+    total = parts[0].astype(dtype)
+    for part in parts[1:]:
+        total += part
+    return total
 
 
 def _reduce(layer, name, index, parts, block, split_every):
@@ -323,7 +369,7 @@ def _count_group(source, observers, windows, union, grid, options, threads):
     checked = Options(**options)
     # The part's counts in the smallest type holding them (a quarter of int32's memory for
     # up to 255 observers); _add_parts widens them into the output's int32.
-    counts = np.zeros(heights.shape, dtype=np.uint8 if len(observers) < 256 else np.int32)
+    counts = np.zeros(heights.shape, dtype=_count_type(len(observers)))
     with _kernel_threads(threads):
         for observer, window in zip(observers, windows):
             j0, j1, i0, i1 = window

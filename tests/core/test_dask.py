@@ -77,20 +77,28 @@ def test_tasks_read_only_the_chunks_within_reach():
     )
 
 
+def group_sizes(lazy):
+    """How many observers each counting task of the graph counts, in the groups' order."""
+    graph = dict(lazy.__dask_graph__())
+    parts = sorted(key for key in graph if key[0].startswith("gq-viewshed-part-"))
+    return [len(graph[key][2]) for key in parts]
+
+
 def test_a_task_holds_no_more_than_its_observers_windows():
     """Observers in one band of rows but far apart along it count in tasks of their own
-    (their union would be mostly vertices neither reaches); close ones share a task."""
+    (their union would be mostly vertices neither reaches); close ones share a task. The
+    last 2 * observers_per_task observers (along the grid) count alone."""
     heights = dem(30, 200)
-    x = ORIGIN[0] + SPACING[0] * np.array([10, 12, 100, 190])
-    y = ORIGIN[1] + SPACING[1] * np.array([15, 16, 15, 14])
-    points = np.stack([x, y, np.full(4, 20.0)], axis=1)
+    columns = [10, 12, 100, 190] + [195] * 8
+    x = ORIGIN[0] + SPACING[0] * np.array(columns)
+    y = ORIGIN[1] + SPACING[1] * np.array([15, 16, 15, 14] + list(range(10, 18)))
+    points = np.stack([x, y, np.full(len(columns), 20.0)], axis=1)
     lazy = gq_dask.cumulative_viewshed(
         da.from_array(heights, chunks=50), points, spacing=SPACING, origin=ORIGIN,
         max_distance=3.0, observers_per_task=4,
     )  # fmt: skip
-    graph = lazy.__dask_graph__()
-    parts = [key for key in graph if key[0].startswith("gq-viewshed-part-") and len(key) == 2]
-    assert len(parts) == 3  # (10, 12) together, 100 and 190 alone
+    # (10, 12) together, 100 and 190 alone (too far apart), then the last 8 one by one.
+    assert group_sizes(lazy) == [2, 1, 1] + [1] * 8
     terrain = Heightfield(heights, spacing=SPACING, origin=ORIGIN)
     np.testing.assert_array_equal(
         lazy.compute(scheduler="sync"), cumulative_viewshed(terrain, points, max_distance=3.0)
@@ -107,23 +115,20 @@ def test_wide_windows_get_a_task_each(monkeypatch):
     terrain = Heightfield(heights, spacing=SPACING, origin=ORIGIN)
     expected = cumulative_viewshed(terrain, points, max_distance=3.0)
 
-    def parts(lazy):
-        graph = lazy.__dask_graph__()
-        return [key for key in graph if key[0].startswith("gq-viewshed-part-") and len(key) == 2]
-
     def counted():
         return gq_dask.cumulative_viewshed(
             da.from_array(heights, chunks=50), points, spacing=SPACING, origin=ORIGIN,
             max_distance=3.0, observers_per_task=4,
         )  # fmt: skip
 
-    assert len(parts(counted())) == 1
+    monkeypatch.setattr("geometry_queries.dask_graph.ALONE_AT_END", 0)  # no tail alone
+    assert group_sizes(counted()) == [2]
     # The two windows (17 x 13 vertices each) overlap; their union holds 18 x 15 = 270.
     monkeypatch.setattr("geometry_queries.dask_graph.GROUP_VERTICES", 270)
-    assert len(parts(counted())) == 1
+    assert group_sizes(counted()) == [2]
     monkeypatch.setattr("geometry_queries.dask_graph.GROUP_VERTICES", 269)
     lazy = counted()
-    assert len(parts(lazy)) == 2
+    assert group_sizes(lazy) == [1, 1]
     np.testing.assert_array_equal(lazy.compute(scheduler="sync"), expected)
 
 
@@ -147,9 +152,35 @@ def test_groups_reaching_the_same_window_share_its_terrain():
         np.testing.assert_array_equal(lazy.compute(scheduler="threads"), expected)
         return len(shared), len(parts)
 
-    assert counted() == (1, 4)
-    assert counted(earth_curvature=True, earth_radius=500.0) == (0, 4)
+    # 7 observers: (2, 1) and then the last 4 alone (dask_graph.ALONE_AT_END).
+    assert counted() == (1, 6)
+    assert counted(earth_curvature=True, earth_radius=500.0) == (0, 6)
     assert counted(max_distance=4.0)[0] == 0
+
+
+def test_parts_of_one_window_are_summed_whole_and_widened():
+    """Parts over the same window are summed as whole windows, split_every at a time, before
+    the chunks take their slices; each sum in a type wide enough for its observers: 300
+    observers over a flat grid all see every vertex, past uint8's 255."""
+    heights = np.zeros((6, 7))
+    rng = np.random.default_rng(2)
+    points = np.column_stack(
+        [rng.uniform(0, 6 * SPACING[0], 300), rng.uniform(0, 5 * SPACING[1], 300),
+         np.full(300, 1.0)]
+    ) + [ORIGIN[0], ORIGIN[1], 0.0]  # fmt: skip
+    lazy = gq_dask.cumulative_viewshed(
+        da.from_array(heights, chunks=(4, 3)), points, spacing=SPACING, origin=ORIGIN,
+        observers_per_task=50, split_every=3,
+    )  # fmt: skip
+    graph = dict(lazy.__dask_graph__())
+    sums = [key for key in graph if "-window" in key[0]]
+    # 4 groups of 50, then 100 alone: 104 parts, 35 sums of 3, then 12, 4, 2.
+    assert len(group_sizes(lazy)) == 104
+    assert len(sums) == 35 + 12 + 4 + 2
+    counts = lazy.compute(scheduler="sync")
+    assert (counts == 300).all()
+    terrain = Heightfield(heights, spacing=SPACING, origin=ORIGIN)
+    np.testing.assert_array_equal(counts, cumulative_viewshed(terrain, points))
 
 
 def test_zarr_dem_on_a_local_cluster(tmp_path):
