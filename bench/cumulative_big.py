@@ -218,7 +218,12 @@ def _managed(dask_worker):
 
 def _warm_up():
     """Loads, in a worker, the kernels a counting task runs (from numba's cache): the sweep
-    and the exact line of sight for what it leaves undecided."""
+    and the exact line of sight for what it leaves undecided; and dask.array (the
+    ``to_zarr`` tasks' module, ~0.5 s to import)."""
+    import dask.array  # noqa: F401
+
+    import geometry_queries.dask_graph  # noqa: F401
+
     terrain = Heightfield(np.random.default_rng(0).random((64, 64)), spacing=SPACING)
     with use("numba"):
         cumulative_viewshed(terrain, [(300.0, 300.0, 2.0)])
