@@ -179,7 +179,7 @@ def _dask_seconds(client, lazy, expected):
         counts = client.compute(lazy).result()
         seconds = time.perf_counter() - start
     assert np.array_equal(counts, expected), "dask differs from core"
-    # Computed anew: the last computation's results were released before this one began.
+    # Computed anew, not answered from results an earlier computation left in memory.
     assert any("gq-viewshed-part" in str(task["key"]) for task in stream.data)
     computing = sum(
         part["stop"] - part["start"]
