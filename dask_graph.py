@@ -254,7 +254,7 @@ def _window_sums(layer, name, window, members, split_every):
             some = members[start : start + split_every]
             observers = sum(count for _, count in some)
             key = (name, *window, level, start // split_every)
-            layer[key] = (_sum_window, [k for k, _ in some], _count_type(observers))
+            layer[key] = (_sum, [k for k, _ in some], _count_type(observers))
             summed.append((key, observers))
         members = summed
         level += 1
@@ -266,13 +266,6 @@ def _count_type(observers):
     if observers < 256:
         return np.uint8
     return np.uint16 if observers < 65536 else np.int32
-
-
-def _sum_window(parts, dtype):
-    total = parts[0].astype(dtype)
-    for part in parts[1:]:
-        total += part
-    return total
 
 
 def _reduce(layer, name, index, parts, block, split_every):
@@ -296,11 +289,11 @@ def _reduce(layer, name, index, parts, block, split_every):
         grouped = []
         for start in range(0, len(leaves), split_every):
             key = (f"{name}-sum-{level}", *index, start // split_every)
-            layer[key] = (_sum, leaves[start : start + split_every])
+            layer[key] = (_sum, leaves[start : start + split_every], np.int32)
             grouped.append(key)
         leaves = grouped
         level += 1
-    return (_sum, leaves)
+    return (_sum, leaves, np.int32)
 
 
 def _overlap(window, block):
@@ -310,8 +303,9 @@ def _overlap(window, block):
     return (j0, j1, i0, i1) if j0 < j1 and i0 < i1 else None
 
 
-def _sum(parts):
-    total = parts[0].copy()
+def _sum(parts, dtype):
+    """The sum of same-shaped ``parts`` as a new ``dtype`` array (wide enough for it)."""
+    total = parts[0].astype(dtype)
     for part in parts[1:]:
         total += part
     return total
@@ -352,9 +346,10 @@ def _like(grid):
 
 
 def _count_group(source, observers, windows, union, grid, options, threads):
-    """(union rows, union columns) uint8 or int32: how many of the group's observers see each
-    vertex of the union window. ``source``: the union's heights as the nested list of its
-    chunks, or its Heightfield (a shared window's, _shared_windows)."""
+    """(union rows, union columns), in the smallest type holding the group's count
+    (_count_type): how many of the group's observers see each vertex of the union window.
+    ``source``: the union's heights as the nested list of its chunks, or its Heightfield (a
+    shared window's, _shared_windows)."""
     # window -> its Heightfield, built when a line of sight first needs it; only the last
     # window's kept (sorted, an observer's window follows the same window's observers): a
     # window's terrain and its kernel data take several times its heights.
