@@ -195,7 +195,7 @@ def _warm_up():
     counting task runs (the sweep and the exact line of sight for what it leaves undecided;
     forced: on a terrain this small, the latency rule would answer with numpy and leave the
     loading to the first timed task), the graph's functions, and dask.array, whose
-    ``compute()`` ends in a task of its own (importing it takes ~0.5 s)."""
+    ``compute()`` ends in a task of its own (a fresh worker imports it there, once)."""
     import dask.array  # noqa: F401
 
     import geometry_queries.dask_graph  # noqa: F401

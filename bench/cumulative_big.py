@@ -219,7 +219,7 @@ def _managed(dask_worker):
 def _warm_up():
     """Loads, in a worker, the kernels a counting task runs (from numba's cache): the sweep
     and the exact line of sight for what it leaves undecided; and dask.array (the
-    ``to_zarr`` tasks' module, ~0.5 s to import)."""
+    ``to_zarr`` tasks' module, imported once per worker)."""
     import dask.array  # noqa: F401
 
     import geometry_queries.dask_graph  # noqa: F401
