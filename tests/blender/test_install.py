@@ -108,7 +108,7 @@ def test_one_package_per_platform_named_after_id_version_and_platform(packages):
     )
 
 
-def test_each_package_bundles_numba_and_llvmlite_for_its_platform_only(packages):
+def test_each_package_bundles_numba_and_llvmlite_for_its_platform_and_both_pythons(packages):
     tags = {
         "linux_x64": "manylinux",
         "windows_x64": "win_amd64",
@@ -118,9 +118,12 @@ def test_each_package_bundles_numba_and_llvmlite_for_its_platform_only(packages)
     for name, path in packages.items():
         platform = next(platform for platform in PLATFORMS if name.endswith(f"-{platform}.zip"))
         wheels = [entry for entry in zipfile.ZipFile(path).namelist() if entry.endswith(".whl")]
-        assert sorted(wheel.split("/")[1].split("-")[0] for wheel in wheels) == [
-            "llvmlite",
-            "numba",
+        # name and Python of each: both Pythons of the supported Blenders, 3.11 and 3.13
+        assert sorted(tuple(wheel.split("/")[1].split("-")[0:3:2]) for wheel in wheels) == [
+            ("llvmlite", "cp311"),
+            ("llvmlite", "cp313"),
+            ("numba", "cp311"),
+            ("numba", "cp313"),
         ], name
         assert all(tags[platform] in wheel for wheel in wheels), (name, wheels)
         assert not any(wheel.split("/")[1].startswith("numpy") for wheel in wheels)
