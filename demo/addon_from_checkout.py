@@ -64,7 +64,11 @@ def _link_dir():
 
 
 def register_addon():
-    """Import the add-on from this checkout and register it; returns the package."""
+    """Import the add-on from this checkout and register it, and unregister it when Python
+    exits, before bpy's own teardown (exit functions run last registered first): bpy 4.2 as
+    a Python module crashes at exit while an add-on that addon_utils did not enable is still
+    registered. Returns the package."""
     addon = import_addon()
     addon.register()
+    atexit.register(addon.unregister)
     return addon

@@ -14,6 +14,7 @@ from bpy.app.handlers import persistent
 
 from ..core import prepare
 from ..operators import mapping
+from ..operators.compat import add_timer, remove_timer
 from ..operators.messages import format_count
 from ..operators.properties import (
     FIRE_RAY_SETTINGS,
@@ -154,10 +155,9 @@ def redraw_while_preparing():
 
 def register():
     forget_on_update(forget_descriptions)
-    bpy.app.timers.register(redraw_while_preparing, first_interval=REDRAW_SECONDS)
+    add_timer(redraw_while_preparing, first_interval=REDRAW_SECONDS)
 
 
 def unregister():
     stop_forgetting(forget_descriptions)
-    if bpy.app.timers.is_registered(redraw_while_preparing):
-        bpy.app.timers.unregister(redraw_while_preparing)
+    remove_timer(redraw_while_preparing)
