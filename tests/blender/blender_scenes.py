@@ -4,6 +4,8 @@ The references solve each query from scratch (a quadratic for the ellipsoid, sid
 for the cylinder, Moeller-Trumbore over the evaluated mesh's own loop triangles for the
 terrain), so they share no code with ``core``."""
 
+import functools
+
 import bpy
 import numpy as np
 
@@ -145,6 +147,46 @@ def blender_ray_cast(origin, direction, distance=1e4):
     if not found:
         return None
     return float(np.linalg.norm(np.array(location) - origin)), unit(normal)
+
+
+def blender_local_normal(matrix, world_normal):
+    """The facet's own (local) unit normal behind the world normal scene.ray_cast returned on
+    an object of world ``matrix``. Blender 5.0 and earlier turn the facet normal to world
+    space with the matrix's linear part L, so it leans off the world surface under a
+    non-uniform scale, and L^-1 takes it back; later versions use the inverse transpose,
+    which L^T takes back (_scene_ray_cast_normals_are_covectors finds which)."""
+    linear = np.asarray(matrix, dtype=np.float64)[:3, :3]
+    if _scene_ray_cast_normals_are_covectors():
+        return unit(linear.T @ world_normal)
+    return unit(np.linalg.solve(linear, world_normal))
+
+
+@functools.cache
+def _scene_ray_cast_normals_are_covectors():
+    """Which way this Blender's scene.ray_cast turns normals: asked of a tilted plane
+    stretched along y, put for a moment far from everything in the current scene."""
+    mesh = bpy.data.meshes.new("normal probe")
+    mesh.from_pydata([(-1, -1, -0.5), (1, -1, -0.5), (1, 1, 0.5), (-1, 1, 0.5)], [], [(0, 1, 2, 3)])
+    plane = bpy.data.objects.new("normal probe", mesh)
+    bpy.context.scene.collection.objects.link(plane)
+    far = np.array([1e4, -1e4, 1e4])
+    plane.location = far
+    plane.scale = (1.0, 3.0, 1.0)
+    try:
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        found, _, normal, _, _, _ = bpy.context.scene.ray_cast(
+            depsgraph, tuple(far + (0, 0, 2)), (0, 0, -1), distance=4.0
+        )
+        assert found
+        local = unit([0.0, -1.0, 2.0])
+        covector = unit(np.diag([1.0, 1 / 3.0, 1.0]) @ local)
+        vector = unit(np.diag([1.0, 3.0, 1.0]) @ local)
+        normal = np.array(normal)
+        assert min(np.abs(normal - covector).max(), np.abs(normal - vector).max()) < 1e-6
+        return bool(np.abs(normal - covector).max() < 1e-6)
+    finally:
+        bpy.data.objects.remove(plane)
+        bpy.data.meshes.remove(mesh)
 
 
 # ---------------------------------------------------------------------------- references
