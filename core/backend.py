@@ -75,13 +75,17 @@ import contextlib
 import functools
 import hashlib
 import importlib
+import importlib.metadata
 import os
+import re
 import shutil
 import sys
 import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 if TYPE_CHECKING:
     from .protocol import Shape
@@ -160,6 +164,26 @@ def numba_error() -> str | None:
     """Why numba does not import here (None when it does)."""
     _numba_available()
     return _numba_error
+
+
+def why_numba_is_unavailable() -> str | None:
+    """:func:`numba_error` in a user's words (None when numba imports). numba refuses to
+    import beside a numpy release newer (or older) than the ones it supports, as the numba
+    bundled for a platform may beside a later Blender's numpy; that is said as such."""
+    error = numba_error()
+    if error is None:
+        return None
+    refusal = re.search(r"Numba needs NumPy (\d+(?:\.\d+)* or \w+)", error)
+    if refusal is None:
+        return f"numba does not import ({error})"
+    try:
+        numba_version = " " + importlib.metadata.version("numba")
+    except importlib.metadata.PackageNotFoundError:
+        numba_version = ""
+    return (
+        f"numba{numba_version} does not support NumPy {np.__version__} "
+        f"(it needs {refusal.group(1)}); the numpy code answers"
+    )
 
 
 def forced() -> str | None:

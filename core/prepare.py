@@ -38,10 +38,10 @@ from .backend import (
     cache_dir,
     cache_root,
     forced,
-    numba_error,
     refuse_compiles,
     set_cache_dir,
     use,
+    why_numba_is_unavailable,
 )
 
 WORKERS = 2  # at most: compiling is single-threaded, and a 2-core machine stays usable
@@ -191,9 +191,9 @@ def work(cache: str | None) -> None:
         os.nice(19)  # type: ignore[attr-defined,unused-ignore]  # POSIX only
     if cache is not None:
         set_cache_dir(cache)
-    error = numba_error()
-    if error is not None:
-        print(f"unavailable numba does not import ({error})", flush=True)
+    why = why_numba_is_unavailable()
+    if why is not None:
+        print(f"unavailable {why}", flush=True)
         return
     listed = kinds()
     for line in sys.stdin:

@@ -3,6 +3,7 @@ processes compile every kind and this process loads each; any failure leaves the
 the numpy reference with the reason in status(). Each case runs in a fresh process."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -95,6 +96,25 @@ def broken_numba(tmp_path):
         return str(tmp_path)
 
     return make
+
+
+def test_numba_refusing_this_numpy_is_said_in_a_users_words_and_numpy_answers(broken_numba):
+    # numba's own refusal, as a bundled numba raises it beside a newer Blender's numpy
+    folder = broken_numba("raise ImportError('Numba needs NumPy 2.3 or less. Got NumPy 9.1.')\n")
+    lines = run_python(
+        WAIT.format(setup="")
+        + "print(core.raycast(core.Sphere((0, 0, 0), 1.0), (0, 0, 5), (0, 0, -1)).distance)\n"
+        + "import numpy; print(numpy.__version__)\n",
+        path=[folder],
+    )
+    assert lines[1].startswith("unavailable 0 ")
+    # the version is the installed numba's, where its metadata is there
+    assert re.fullmatch(
+        rf"Fast kernels: unavailable: numba( [0-9.]+)? does not support NumPy {lines[4]} "
+        r"\(it needs 2\.3 or less\); the numpy code answers",
+        lines[2],
+    ), lines[2]
+    assert lines[3] == "4.0"
 
 
 def test_numba_that_does_not_import_is_reported_and_numpy_answers(broken_numba):
