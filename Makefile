@@ -1,18 +1,27 @@
 # The two commands of the README: `make demo` and `make test`. Each creates .venv with the
-# pinned dependencies (Python 3.11) when it is missing.
+# pinned dependencies (Python 3.11, Blender 5.0.1 as bpy) when it is missing.
 #   make demo      headless demo: demo/out/demo.blend, demo/out/demo.png, a table of hits
-#   make test      the whole test suite (core without Blender, then real bpy 5.0.1), then
-#                  tests/core again under numpy 2 (.venv-numpy2; core supports 1.26 and 2.x)
+#   make test      the whole test suite on the default Blender, bpy 5.0.1 (Python 3.11, numpy
+#                  1.26): tests/core, then tests/blender
+#   make test-all  every supported Blender: `make test`, then tests/blender on bpy 4.2 LTS
+#                  (.venv-bpy42: Python 3.11, numpy 1.26), then the whole suite on bpy 5.3.0
+#                  (.venv-bpy53: Python 3.13, numpy 2.x; core under numpy 2 too); each venv is
+#                  created when missing
 #   make check     static checks: ruff (lint + format check), then mypy (types, against
 #                  fake-bpy-module's stubs of Blender 5.0's Python API)
 #   make validate  Blender's extension validator on blender_manifest.toml
 #   make wheels    download the numba/llvmlite wheels the manifest lists into ./wheels/
 #   make package   build/geometry_queries-<version>-<platform>.zip (one per platform, each with
-#                  its wheels), for Install from Disk
+#                  its wheels for CPython 3.11 and 3.13), for Install from Disk
 PYTHON ?= python3.11
+# Python 3.13 (Blender 5.1 and later): python3.13 where it runs, else pyenv's 3.13.
+PYTHON313 ?= $(firstword $(foreach candidate,python3.13 \
+	$(wildcard $(shell pyenv root 2>/dev/null)/versions/3.13*/bin/python3.13),\
+	$(shell $(candidate) -c "print('$(candidate)')" 2>/dev/null)))
 VENV := .venv
 PY := $(VENV)/bin/python
-VENV_NUMPY2 := .venv-numpy2
+VENV_BPY42 := .venv-bpy42
+VENV_BPY53 := .venv-bpy53
 DIST := build
 
 # Blender's extension tool and tag list, shipped inside the installed bpy (expanded when
@@ -21,26 +30,39 @@ BPY_SCRIPTS = $(firstword $(wildcard $(VENV)/lib/python3*/site-packages/bpy/*/sc
 BLENDER_EXT = $(BPY_SCRIPTS)/addons_core/bl_pkg/cli/blender_ext.py
 VALID_TAGS = $(BPY_SCRIPTS)/modules/_bpy_internal/extensions/tags.py
 
-.PHONY: test demo bench venv validate package check wheels
+.PHONY: test test-all test-bpy42 test-bpy53 demo bench venv validate package check wheels
+
+# A venv from its Python and requirements file: $(call make_venv,folder,python,requirements)
+define make_venv
+	test -n "$(2)" || { echo "$(1): no Python found for it (set PYTHON or PYTHON313)" >&2; exit 1; }
+	$(2) -m venv $(1)
+	$(1)/bin/python -m pip install --quiet --upgrade pip
+	$(1)/bin/python -m pip install --quiet -r $(3)
+	touch $(1)/.installed
+endef
 
 $(VENV)/.installed: requirements-dev.txt
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.txt
-	touch $@
+	$(call make_venv,$(VENV),$(PYTHON),requirements-dev.txt)
+
+$(VENV_BPY42)/.installed: requirements-bpy42.txt
+	$(call make_venv,$(VENV_BPY42),$(PYTHON),requirements-bpy42.txt)
+
+$(VENV_BPY53)/.installed: requirements-bpy53.txt
+	$(call make_venv,$(VENV_BPY53),$(PYTHON313),requirements-bpy53.txt)
 
 venv: $(VENV)/.installed
 
-$(VENV_NUMPY2)/.installed: requirements-numpy2.txt
-	$(PYTHON) -m venv $(VENV_NUMPY2)
-	$(VENV_NUMPY2)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV_NUMPY2)/bin/python -m pip install --quiet -r requirements-numpy2.txt
-	touch $@
-
-# With PYTEST_ARGS (a subset), only that subset runs, in .venv.
-test: venv $(if $(PYTEST_ARGS),,$(VENV_NUMPY2)/.installed)
+# With PYTEST_ARGS (a subset), only that subset runs.
+test: venv
 	$(PY) -m pytest $(PYTEST_ARGS)
-	$(if $(PYTEST_ARGS),,$(VENV_NUMPY2)/bin/python -m pytest tests/core)
+
+test-bpy42: $(VENV_BPY42)/.installed
+	$(VENV_BPY42)/bin/python -m pytest $(or $(PYTEST_ARGS),tests/blender)
+
+test-bpy53: $(VENV_BPY53)/.installed
+	$(VENV_BPY53)/bin/python -m pytest $(PYTEST_ARGS)
+
+test-all: test test-bpy42 test-bpy53
 
 # mypy checks the add-on as the package Blender imports, geometry_queries, whatever this
 # checkout's folder is called: through a link to the checkout (see [tool.mypy] in
@@ -60,19 +82,21 @@ demo: venv
 validate: venv
 	$(PY) $(BLENDER_EXT) validate --valid-tags=$(VALID_TAGS) .
 
-# The wheels listed in blender_manifest.toml, each fetched by its own name, version and
-# platform tag (for a multi-tag name such as manylinux_2_27_x86_64.manylinux_2_28_x86_64,
-# the first), for CPython 3.11, without dependencies (Blender ships numpy).
+# The wheels listed in blender_manifest.toml, each fetched by its own name, version, Python
+# (cp311 -> 3.11) and platform tag (for a multi-tag name such as
+# manylinux_2_27_x86_64.manylinux_2_28_x86_64, the first), without dependencies (Blender
+# ships numpy).
 WHEELS := $(shell sed -n 's|^ *"\./\(wheels/[^"]*\.whl\)",*$$|\1|p' blender_manifest.toml)
 wheel_field = $(word $(1),$(subst -, ,$(notdir $(2))))
+wheel_python = $(patsubst cp3%,3.%,$(call wheel_field,3,$(1)))
 wheel_platform = $(firstword $(subst ., ,$(lastword $(subst -, ,$(notdir $(1))))))
 
 wheels: $(WHEELS)
 
 wheels/%.whl:
-	$(PY) -m pip download --quiet --only-binary=:all: --no-deps --python-version 3.11 \
-		--platform $(call wheel_platform,$*) --dest wheels \
-		$(call wheel_field,1,$*)==$(call wheel_field,2,$*)
+	$(PY) -m pip download --quiet --only-binary=:all: --no-deps \
+		--python-version $(call wheel_python,$*) --platform $(call wheel_platform,$*) \
+		--dest wheels $(call wheel_field,1,$*)==$(call wheel_field,2,$*)
 	test -f $@
 
 package: validate wheels
