@@ -1,4 +1,5 @@
-"""Real Blender (bpy 5.0.1) tests, headless.
+"""Real Blender tests, headless, on whichever bpy runs them (`make test`: 5.0.1;
+`make test-all`: 4.2 and 5.3.0 too).
 
 BLENDER_USER_RESOURCES points to a temporary directory before bpy is imported, so nothing
 is written to the user's Blender configuration. The add-on is imported from this checkout
