@@ -2,7 +2,7 @@
 # pinned dependencies (Python 3.11, Blender 5.0.1 as bpy) when it is missing.
 #   make demo      headless demo: demo/out/demo.blend, demo/out/demo.png, a table of hits
 #   make test      the whole test suite on the default Blender, bpy 5.0.1 (Python 3.11, numpy
-#                  1.26): tests/core, then tests/blender
+#                  1.26): tests/blender and tests/core
 #   make test-all  every supported Blender: `make test`, then tests/blender on bpy 4.2 LTS
 #                  (.venv-bpy42: Python 3.11, numpy 1.26), then the whole suite on bpy 5.3.0
 #                  (.venv-bpy53: Python 3.13, numpy 2.x; core under numpy 2 too); each venv is
@@ -32,9 +32,10 @@ VALID_TAGS = $(BPY_SCRIPTS)/modules/_bpy_internal/extensions/tags.py
 
 .PHONY: test test-all test-bpy42 test-bpy53 demo bench venv validate package check wheels
 
-# A venv from its Python and requirements file: $(call make_venv,folder,python,requirements)
+# A venv from its Python and requirements file:
+#   $(call make_venv,folder,python,requirements,the make variable naming that python)
 define make_venv
-	test -n "$(2)" || { echo "$(1): no Python found for it (set PYTHON or PYTHON313)" >&2; exit 1; }
+	test -n "$(2)" || { echo "$(1): no Python found for it (set $(4))" >&2; exit 1; }
 	$(2) -m venv $(1)
 	$(1)/bin/python -m pip install --quiet --upgrade pip
 	$(1)/bin/python -m pip install --quiet -r $(3)
@@ -42,13 +43,13 @@ define make_venv
 endef
 
 $(VENV)/.installed: requirements-dev.txt
-	$(call make_venv,$(VENV),$(PYTHON),requirements-dev.txt)
+	$(call make_venv,$(VENV),$(PYTHON),requirements-dev.txt,PYTHON)
 
 $(VENV_BPY42)/.installed: requirements-bpy42.txt
-	$(call make_venv,$(VENV_BPY42),$(PYTHON),requirements-bpy42.txt)
+	$(call make_venv,$(VENV_BPY42),$(PYTHON),requirements-bpy42.txt,PYTHON)
 
 $(VENV_BPY53)/.installed: requirements-bpy53.txt
-	$(call make_venv,$(VENV_BPY53),$(PYTHON313),requirements-bpy53.txt)
+	$(call make_venv,$(VENV_BPY53),$(PYTHON313),requirements-bpy53.txt,PYTHON313 to a Python 3.13)
 
 venv: $(VENV)/.installed
 
